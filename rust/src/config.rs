@@ -1,0 +1,119 @@
+//! Engine configuration: plain Rust, validated once when a store opens.
+
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+
+/// Where the database lives. `":memory:"` keeps everything in RAM.
+pub const MEMORY_PATH: &str = ":memory:";
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TokenizerSpec {
+    /// OpenAI's o200k_base vocabulary (GPT-4o and later), embedded in the crate.
+    O200k,
+    /// OpenAI's cl100k_base vocabulary (GPT-4, GPT-3.5).
+    Cl100k,
+    /// A Hugging Face `tokenizer.json` file.
+    File(PathBuf),
+}
+
+impl TokenizerSpec {
+    pub fn parse(spec: &str) -> Result<Self> {
+        match spec {
+            "o200k" | "o200k_base" => Ok(Self::O200k),
+            "cl100k" | "cl100k_base" => Ok(Self::Cl100k),
+            path if path.ends_with(".json") => Ok(Self::File(PathBuf::from(path))),
+            other => Err(Error::invalid(format!(
+                "unknown tokenizer {other:?}: expected \"o200k\", \"cl100k\" or a path to a tokenizer.json"
+            ))),
+        }
+    }
+}
+
+/// How much a fresh entry is preferred over an old one of equal relevance.
+///
+/// The final score is `relevance * (1 + weight * 0.5^(age / half_life))`, so the
+/// boost is bounded by `1 + weight`: recency breaks ties and near-ties but never
+/// buries a strong old match under a weak fresh one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Recency {
+    pub weight: f32,
+    pub half_life_days: f32,
+}
+
+impl Default for Recency {
+    fn default() -> Self {
+        Self { weight: 0.2, half_life_days: 30.0 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub path: String,
+    /// The search index directory; `None` puts it beside the database file
+    /// (`<path>.index`), or in RAM for `":memory:"`.
+    pub index_dir: Option<PathBuf>,
+    pub tokenizer: TokenizerSpec,
+    pub recency: Recency,
+    /// How many ranked candidates a query considers before packing.
+    pub depth: usize,
+    /// Saves are searchable at once from an in-memory tail; the tail is committed
+    /// to the on-disk index when it holds this many changes, or after `flush_ms`.
+    pub flush_entries: usize,
+    pub flush_ms: u64,
+    /// How long a write waits for another writer's lock before failing.
+    pub busy_timeout_ms: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            path: MEMORY_PATH.to_owned(),
+            index_dir: None,
+            tokenizer: TokenizerSpec::O200k,
+            recency: Recency::default(),
+            depth: 100,
+            flush_entries: 2048,
+            flush_ms: 1000,
+            busy_timeout_ms: 10_000,
+        }
+    }
+}
+
+impl Config {
+    pub fn new(path: impl Into<String>) -> Self {
+        Self { path: path.into(), ..Self::default() }
+    }
+
+    pub fn is_memory(&self) -> bool {
+        self.path == MEMORY_PATH
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.path.is_empty() {
+            return Err(Error::invalid("path must not be empty (use \":memory:\" for RAM)"));
+        }
+        if !(self.recency.weight.is_finite() && self.recency.weight >= 0.0) {
+            return Err(Error::invalid("recency weight must be a finite number >= 0"));
+        }
+        if !(self.recency.half_life_days.is_finite() && self.recency.half_life_days > 0.0) {
+            return Err(Error::invalid("recency half-life must be a finite number of days > 0"));
+        }
+        if self.depth == 0 || self.depth > 10_000 {
+            return Err(Error::invalid("depth must be between 1 and 10000"));
+        }
+        if self.flush_entries == 0 {
+            return Err(Error::invalid("flush_entries must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// The directory of the persistent index, or `None` for an in-RAM index.
+    pub fn resolved_index_dir(&self) -> Option<PathBuf> {
+        match (&self.index_dir, self.is_memory()) {
+            (Some(dir), _) => Some(dir.clone()),
+            (None, true) => None,
+            (None, false) => Some(PathBuf::from(format!("{}.index", self.path))),
+        }
+    }
+}

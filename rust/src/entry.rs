@@ -1,0 +1,114 @@
+//! The entry model shared by the store, the index and the bindings.
+
+use crate::error::{Error, Result};
+
+/// Microseconds since the Unix epoch (UTC).
+pub type Micros = i64;
+
+/// Timestamps are limited to years 1..=9999, the range every caller can represent.
+pub const MIN_TIMESTAMP: Micros = -62_135_596_800_000_000;
+pub const MAX_TIMESTAMP: Micros = 253_402_300_799_999_999;
+
+const MAX_LABEL_BYTES: usize = 512;
+
+/// An entry as the caller hands it to `save`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEntry {
+    pub content: String,
+    pub kind: String,
+    /// `None` is the global scope, visible to queries that ask for it.
+    pub scope: Option<String>,
+    pub session_id: Option<String>,
+    /// A JSON object, already serialised.
+    pub metadata: Option<String>,
+    pub timestamp: Option<Micros>,
+}
+
+impl NewEntry {
+    pub fn new(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            kind: "note".to_owned(),
+            scope: None,
+            session_id: None,
+            metadata: None,
+            timestamp: None,
+        }
+    }
+
+    pub fn scope(mut self, scope: impl Into<String>) -> Self {
+        self.scope = Some(scope.into());
+        self
+    }
+
+    pub fn at(mut self, timestamp: Micros) -> Self {
+        self.timestamp = Some(timestamp);
+        self
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.content.trim().is_empty() {
+            return Err(Error::invalid("content must not be empty"));
+        }
+        validate_label("kind", &self.kind)?;
+        if let Some(scope) = &self.scope {
+            validate_label("scope", scope)?;
+        }
+        if let Some(session) = &self.session_id {
+            validate_label("session_id", session)?;
+        }
+        if let Some(metadata) = &self.metadata {
+            let value: serde_json::Value = serde_json::from_str(metadata)
+                .map_err(|err| Error::invalid(format!("metadata is not valid JSON: {err}")))?;
+            if !value.is_object() {
+                return Err(Error::invalid("metadata must be a JSON object"));
+            }
+        }
+        if let Some(ts) = self.timestamp {
+            validate_timestamp("timestamp", ts)?;
+        }
+        Ok(())
+    }
+}
+
+/// Labels (kind, scope, session) are short, non-empty and free of control characters.
+pub fn validate_label(name: &str, value: &str) -> Result<()> {
+    if value.is_empty() {
+        return Err(Error::invalid(format!("{name} must not be empty")));
+    }
+    if value.len() > MAX_LABEL_BYTES {
+        return Err(Error::invalid(format!("{name} is longer than {MAX_LABEL_BYTES} bytes")));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(Error::invalid(format!("{name} must not contain control characters")));
+    }
+    Ok(())
+}
+
+pub fn validate_timestamp(name: &str, ts: Micros) -> Result<()> {
+    if (MIN_TIMESTAMP..=MAX_TIMESTAMP).contains(&ts) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!("{name} is outside the years 1 to 9999")))
+    }
+}
+
+/// A stored entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub id: i64,
+    pub content: String,
+    pub kind: String,
+    pub scope: Option<String>,
+    pub session_id: Option<String>,
+    pub metadata: Option<String>,
+    pub timestamp: Micros,
+    pub tokens: u32,
+}
+
+/// A ranked entry returned by a query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub entry: Entry,
+    pub score: f32,
+}

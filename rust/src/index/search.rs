@@ -1,0 +1,183 @@
+//! Ranked candidates for a query: BM25 with a recency boost, over the committed
+//! index and the tail, with the scope filter applied inside the index.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery};
+use tantivy::schema::IndexRecordOption;
+use tantivy::{SegmentReader, Term};
+
+use super::stats::CombinedStats;
+use super::tail::{bm25, idf, recency_boost, Tail};
+use super::{schema, SearchIndex};
+use crate::entry::Micros;
+use crate::error::Result;
+
+/// Queries longer than this many distinct terms keep the first ones.
+const MAX_QUERY_TERMS: usize = 1024;
+
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    pub text: String,
+    /// Scope keys to search (`schema::GLOBAL_SCOPE` for global entries); `None`
+    /// searches every scope.
+    pub scopes: Option<Vec<String>>,
+    pub depth: usize,
+    pub now: Micros,
+    pub recency_weight: f32,
+    pub half_life_us: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Candidate {
+    pub id: i64,
+    pub score: f32,
+    pub tokens: u32,
+}
+
+impl SearchIndex {
+    pub fn search(&self, req: &SearchRequest) -> Result<Vec<Candidate>> {
+        let terms = query_terms(&req.text);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let view = self.view.read();
+        let stats = CombinedStats { searcher: &view.searcher, tail: &view.tail };
+
+        let query = self.build_query(&terms, req.scopes.as_deref());
+        let score_fn = ScoreFn {
+            tombstones: view.tail.tombstones.clone(),
+            now: req.now,
+            weight: req.recency_weight,
+            half_life_us: req.half_life_us,
+        };
+        let collector = TopDocs::with_limit(req.depth)
+            .tweak_score(move |segment: &SegmentReader| score_fn.for_segment(segment));
+        let committed = view.searcher.search_with_statistics_provider(&query, &collector, &stats)?;
+
+        let mut out: Vec<Candidate> = committed
+            .into_iter()
+            .filter(|((score, _, _), _)| score.is_finite())
+            .map(|((score, id, tokens), _)| Candidate { id, score, tokens })
+            .collect();
+        out.extend(search_tail(&view.tail, &stats, &terms, req, self.fields.text));
+        out.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
+        out.truncate(req.depth);
+        Ok(out)
+    }
+
+    fn build_query(&self, terms: &[String], scopes: Option<&[String]>) -> Box<dyn Query> {
+        let text: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|t| {
+                let term = Term::from_field_text(self.fields.text, t);
+                let q: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
+                (Occur::Should, q)
+            })
+            .collect();
+        let text = Box::new(BooleanQuery::new(text));
+        match scopes {
+            None => text,
+            Some(scopes) => {
+                let keys = scopes.iter().map(|s| Term::from_field_text(self.fields.scope, s));
+                let filter = ConstScoreQuery::new(Box::new(TermSetQuery::new(keys)), 0.0);
+                Box::new(BooleanQuery::new(vec![(Occur::Must, text), (Occur::Must, Box::new(filter))]))
+            }
+        }
+    }
+}
+
+/// The distinct analysed terms of a query, in first-seen order. The text is
+/// data, never query syntax.
+pub fn query_terms(text: &str) -> Vec<String> {
+    let mut analyzer = schema::analyzer();
+    let mut seen = HashSet::new();
+    schema::terms(&mut analyzer, text)
+        .into_iter()
+        .filter(|t| seen.insert(t.clone()))
+        .take(MAX_QUERY_TERMS)
+        .collect()
+}
+
+fn search_tail(
+    tail: &Tail,
+    stats: &CombinedStats<'_>,
+    terms: &[String],
+    req: &SearchRequest,
+    text_field: tantivy::schema::Field,
+) -> Vec<Candidate> {
+    if tail.docs.is_empty() {
+        return Vec::new();
+    }
+    let num_docs = stats.num_docs();
+    let avg_len = stats.avg_len(text_field);
+    let idfs: HashMap<&str, f32> = terms
+        .iter()
+        .map(|t| {
+            let df = tantivy::query::Bm25StatisticsProvider::doc_freq(
+                stats,
+                &Term::from_field_text(text_field, t),
+            )
+            .unwrap_or(0);
+            (t.as_str(), idf(df, num_docs))
+        })
+        .collect();
+    let scopes: Option<HashSet<&str>> =
+        req.scopes.as_ref().map(|s| s.iter().map(String::as_str).collect());
+    tail.docs
+        .values()
+        .filter(|doc| {
+            scopes.as_ref().is_none_or(|s| s.contains(schema::scope_key(doc.entry.scope.as_deref())))
+        })
+        .filter_map(|doc| {
+            let relevance: f32 = idfs
+                .iter()
+                .filter_map(|(term, idf)| {
+                    doc.terms.get(*term).map(|&tf| bm25(*idf, tf, doc.len, avg_len))
+                })
+                .sum();
+            (relevance > 0.0).then(|| Candidate {
+                id: doc.entry.id,
+                score: relevance
+                    * recency_boost(doc.entry.timestamp, req.now, req.recency_weight, req.half_life_us),
+                tokens: doc.entry.tokens,
+            })
+        })
+        .collect()
+}
+
+/// Folds recency into the committed documents' scores and sinks stale ones.
+#[derive(Clone)]
+struct ScoreFn {
+    tombstones: Arc<HashMap<i64, i64>>,
+    now: Micros,
+    weight: f32,
+    half_life_us: f64,
+}
+
+/// (final score, entry id, tokens): the id and token count come from fast fields,
+/// so ranking and packing need no stored documents.
+type SortKey = (f32, i64, u32);
+
+impl ScoreFn {
+    fn for_segment(&self, segment: &SegmentReader) -> impl Fn(tantivy::DocId, f32) -> SortKey + 'static {
+        let fast = segment.fast_fields();
+        let ids = fast.i64("id").ok().map(|c| c.first_or_default_col(0));
+        let ts = fast.i64("ts").ok().map(|c| c.first_or_default_col(0));
+        let tokens = fast.u64("tokens").ok().map(|c| c.first_or_default_col(0));
+        let this = self.clone();
+        move |doc, score| {
+            let (Some(ids), Some(ts), Some(tokens)) = (&ids, &ts, &tokens) else {
+                return (f32::NEG_INFINITY, 0, 0);
+            };
+            let id = ids.get_val(doc);
+            if this.tombstones.contains_key(&id) {
+                return (f32::NEG_INFINITY, id, 0);
+            }
+            let boost = recency_boost(ts.get_val(doc), this.now, this.weight, this.half_life_us);
+            (score * boost, id, u32::try_from(tokens.get_val(doc)).unwrap_or(u32::MAX))
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! BM25 statistics over the committed index and the tail together, so that a
+//! document scores the same before and after its commit.
+
+use tantivy::query::Bm25StatisticsProvider;
+use tantivy::schema::Field;
+use tantivy::{Searcher, Term};
+
+use super::tail::Tail;
+
+pub struct CombinedStats<'a> {
+    pub searcher: &'a Searcher,
+    pub tail: &'a Tail,
+}
+
+impl CombinedStats<'_> {
+    pub fn num_docs(&self) -> u64 {
+        let committed: u64 =
+            self.searcher.segment_readers().iter().map(|s| u64::from(s.max_doc())).sum();
+        committed + self.tail.num_docs()
+    }
+
+    pub fn avg_len(&self, field: Field) -> f32 {
+        let docs = self.num_docs().max(1);
+        let tokens = self.total_num_tokens(field).unwrap_or(0);
+        (tokens as f32 / docs as f32).max(1.0)
+    }
+}
+
+impl Bm25StatisticsProvider for CombinedStats<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        let committed = Bm25StatisticsProvider::total_num_tokens(self.searcher, field)?;
+        Ok(committed + self.tail.total_len())
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.num_docs())
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        let committed = self.searcher.doc_freq(term)?;
+        let tail = term.value().as_str().map_or(0, |text| self.tail.doc_freq(text));
+        Ok(committed + tail)
+    }
+}

@@ -1,0 +1,30 @@
+//! The crate's one tokio runtime.
+//!
+//! libSQL's local calls block the thread they run on, so the engine's API is
+//! synchronous and the bindings run it on this runtime's blocking pool. The
+//! runtime is created lazily on first use. After `fork()` the child has no runtime
+//! threads: open stores after forking, not before.
+
+use std::future::Future;
+use std::sync::OnceLock;
+
+use tokio::runtime::Runtime;
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+pub fn runtime() -> &'static Runtime {
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .max_blocking_threads(64)
+            .thread_name("contextforge")
+            .enable_all()
+            .build()
+            .unwrap_or_else(|err| panic!("cannot start the tokio runtime: {err}"))
+    })
+}
+
+/// Drives a storage future to completion from a thread that may block.
+pub fn block_on<F: Future>(fut: F) -> F::Output {
+    runtime().handle().block_on(fut)
+}

@@ -1,0 +1,181 @@
+//! End-to-end tests of the engine through its public Rust API, on real files.
+
+use _core::{Config, Engine, Error, NewEntry, Query};
+
+const DAY: i64 = 86_400_000_000;
+const NOW: i64 = 1_750_000_000_000_000;
+
+fn file_config(dir: &tempfile::TempDir) -> Config {
+    let mut config = Config::new(dir.path().join("memory.db").to_string_lossy());
+    config.flush_ms = 50;
+    config
+}
+
+fn query(engine: &Engine, text: &str, scope: Option<&str>) -> Vec<i64> {
+    let mut q = Query::new(text, 4096);
+    q.now = Some(NOW);
+    q.scopes = scope.map(|s| vec![Some(s.to_owned())]);
+    engine.query(&q).unwrap().into_iter().map(|h| h.entry.id).collect()
+}
+
+#[test]
+fn saves_survive_a_restart_with_and_without_a_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = {
+        let engine = Engine::open(file_config(&dir)).unwrap();
+        let id = engine.save(NewEntry::new("the deploy failed: missing env var").scope("p")).unwrap();
+        engine.close().unwrap();
+        id
+    };
+    let engine = Engine::open(file_config(&dir)).unwrap();
+    assert_eq!(query(&engine, "deploy failure", Some("p")), vec![first]);
+    let second = engine.save(NewEntry::new("deploy again tomorrow").scope("p")).unwrap();
+    // Dropped without close: the tail was never committed to the index.
+    std::mem::forget(engine);
+    let engine = Engine::open(file_config(&dir)).unwrap();
+    let mut ids = query(&engine, "deploy", Some("p"));
+    ids.sort_unstable();
+    assert_eq!(ids, vec![first, second]);
+}
+
+#[test]
+fn a_missing_or_garbage_index_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = {
+        let engine = Engine::open(file_config(&dir)).unwrap();
+        let id = engine.save(NewEntry::new("rotate the signing keys").scope("ops")).unwrap();
+        engine.close().unwrap();
+        id
+    };
+    let index_dir = dir.path().join("memory.db.index");
+    for file in std::fs::read_dir(&index_dir).unwrap() {
+        std::fs::write(file.unwrap().path(), b"garbage").unwrap();
+    }
+    let engine = Engine::open(file_config(&dir)).unwrap();
+    assert_eq!(query(&engine, "signing keys", Some("ops")), vec![id]);
+    engine.close().unwrap();
+    std::fs::remove_dir_all(&index_dir).unwrap();
+    let engine = Engine::open(file_config(&dir)).unwrap();
+    assert_eq!(query(&engine, "signing keys", Some("ops")), vec![id]);
+}
+
+#[test]
+fn scopes_are_isolated_in_tail_and_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(file_config(&dir)).unwrap();
+    let a = engine.save(NewEntry::new("alpha secret plan").scope("a")).unwrap();
+    let b = engine.save(NewEntry::new("alpha secret plan").scope("b")).unwrap();
+    let g = engine.save(NewEntry::new("alpha secret plan")).unwrap();
+    for round in 0..2 {
+        assert_eq!(query(&engine, "alpha plan", Some("a")), vec![a], "round {round}");
+        assert_eq!(query(&engine, "alpha plan", Some("b")), vec![b], "round {round}");
+        let mut q = Query::new("alpha", 100);
+        q.scopes = Some(vec![Some("a".into()), None]);
+        let mut ids: Vec<i64> = engine.query(&q).unwrap().iter().map(|h| h.entry.id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, vec![a, g]);
+        assert_eq!(query(&engine, "alpha", None).len(), 3);
+        engine.flush().unwrap();
+    }
+}
+
+#[test]
+fn scores_agree_before_and_after_a_commit() {
+    let engine = Engine::open(Config::default()).unwrap();
+    for i in 0..20 {
+        engine
+            .save(NewEntry::new(format!("entry {i} about rust and tantivy {}", "x ".repeat(i))).at(NOW))
+            .unwrap();
+    }
+    let run = || {
+        let mut q = Query::new("rust tantivy entry", 100_000);
+        q.now = Some(NOW);
+        engine.query(&q).unwrap().iter().map(|h| (h.entry.id, h.score)).collect::<Vec<_>>()
+    };
+    let before = run();
+    engine.flush().unwrap();
+    let after = run();
+    assert_eq!(before.len(), 20);
+    let ids = |v: &[(i64, f32)]| v.iter().map(|(id, _)| *id).collect::<Vec<_>>();
+    assert_eq!(ids(&before), ids(&after));
+    for ((_, s1), (_, s2)) in before.iter().zip(&after) {
+        // tantivy stores document lengths in a one-byte lossy code.
+        assert!((s1 - s2).abs() / s1 < 0.05, "{s1} vs {s2}");
+    }
+}
+
+#[test]
+fn recency_breaks_ties_but_does_not_bury_strong_old_matches() {
+    let engine = Engine::open(Config::default()).unwrap();
+    let old = engine.save(NewEntry::new("postgres migration plan").at(NOW - 300 * DAY)).unwrap();
+    let new = engine.save(NewEntry::new("postgres migration plan").at(NOW - DAY)).unwrap();
+    assert_eq!(query(&engine, "postgres migration", None), vec![new, old]);
+
+    let engine = Engine::open(Config::default()).unwrap();
+    let strong = engine
+        .save(NewEntry::new("kafka consumer lag alert on the billing cluster").at(NOW - 300 * DAY))
+        .unwrap();
+    let weak = engine.save(NewEntry::new("billing meeting notes").at(NOW)).unwrap();
+    for i in 0..30 {
+        engine.save(NewEntry::new(format!("filler note {i} about lunch")).at(NOW)).unwrap();
+    }
+    assert_eq!(query(&engine, "kafka consumer lag billing", None), vec![strong, weak]);
+}
+
+#[test]
+fn hostile_query_text_is_data() {
+    let engine = Engine::open(Config::default()).unwrap();
+    let id = engine.save(NewEntry::new("AND OR NOT field title")).unwrap();
+    for text in ["AND", "OR", "-x", "field:x", "\"quoted", "(a OR", "[1 TO 2]", "*", "🚀", "", "   "] {
+        let hits = engine.query(&Query::new(text, 100)).unwrap();
+        assert!(hits.iter().all(|h| h.entry.id == id), "{text:?}");
+    }
+    assert_eq!(engine.query(&Query::new("field:title", 100)).unwrap().len(), 1);
+    let long = "word ".repeat(20_000);
+    assert!(engine.query(&Query::new(long, 100)).unwrap().is_empty());
+}
+
+#[test]
+fn bad_input_is_rejected_and_changes_nothing() {
+    let engine = Engine::open(Config::default()).unwrap();
+    let bad = [
+        NewEntry::new(""),
+        NewEntry::new("ok").scope(""),
+        NewEntry { metadata: Some("[1]".into()), ..NewEntry::new("ok") },
+        NewEntry::new("ok").at(i64::MAX),
+    ];
+    for entry in bad {
+        assert!(matches!(engine.save(entry), Err(Error::InvalidInput(_))));
+    }
+    let batch = vec![NewEntry::new("fine"), NewEntry::new(" ")];
+    match engine.save_many(batch) {
+        Err(Error::InvalidInput(msg)) => assert!(msg.starts_with("item 1"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(engine.count().unwrap(), 0);
+    assert!(matches!(engine.query(&Query::new("x", 0)), Err(Error::InvalidInput(_))));
+}
+
+#[test]
+fn a_closed_engine_refuses_work() {
+    let engine = Engine::open(Config::default()).unwrap();
+    engine.close().unwrap();
+    engine.close().unwrap();
+    assert!(matches!(engine.save(NewEntry::new("x")), Err(Error::Closed)));
+    assert!(matches!(engine.query(&Query::new("x", 10)), Err(Error::Closed)));
+}
+
+#[test]
+fn two_engines_on_one_file_see_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Engine::open(file_config(&dir)).unwrap();
+    let b = Engine::open(file_config(&dir)).unwrap();
+    let x = a.save(NewEntry::new("written by a").scope("s")).unwrap();
+    let y = b.save(NewEntry::new("written by b").scope("s")).unwrap();
+    let mut seen_by_a = query(&a, "written", Some("s"));
+    let mut seen_by_b = query(&b, "written", Some("s"));
+    seen_by_a.sort_unstable();
+    seen_by_b.sort_unstable();
+    assert_eq!(seen_by_a, vec![x, y]);
+    assert_eq!(seen_by_b, vec![x, y]);
+}
