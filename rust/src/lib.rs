@@ -12,6 +12,7 @@ pub mod error;
 pub mod index;
 pub mod pack;
 pub mod runtime;
+pub mod scrub;
 pub mod store;
 pub mod tokens;
 

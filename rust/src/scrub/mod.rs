@@ -1,0 +1,1 @@
+//! Secret scrubbing (placeholder; being written).
