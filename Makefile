@@ -1,0 +1,40 @@
+# One command surface for people and CI. `make help` lists the targets.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# A target dir outside the checkout survives fresh clones on the same machine.
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/contextforge/target
+# Never let a build try to download a Rust toolchain.
+export MATURIN_NO_INSTALL_RUST := 1
+
+.PHONY: help dev test test-rust test-python typecheck bench bench-smoke quickstart
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+dev: $(PY) ## Build the extension (dev profile) into .venv with the test extras
+	$(PY) -m pip install -q 'maturin>=1.14,<2'
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --extras test
+
+test: dev test-rust test-python typecheck ## Build, then run every test suite
+
+test-rust: ## The engine's tests, without Python
+	cargo test
+
+test-python: ## The Python suite against the built extension
+	$(PY) -m pytest
+
+typecheck: ## mypy strict on the package and tests; the stub checked against the module
+	$(PY) -m mypy
+	$(PY) -m mypy.stubtest contextforge._core
+
+quickstart: $(PY) ## Install the package (release build) and run the quickstart
+	$(PY) -m pip install .
+	$(PY) examples/quickstart.py
+
+bench: dev ## The side-by-side benchmark against the peers
+	$(PY) -m pip install -q -r benchmarks/requirements.txt
+	$(PY) benchmarks/run.py --sizes 10000,100000 --out benchmarks/results

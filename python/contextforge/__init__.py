@@ -1,0 +1,39 @@
+"""contextforge: durable, scoped, searchable memory for LLM applications.
+
+    cf = await ContextForge.open("memory.db")
+    await cf.save("the deploy failed: missing env var", kind="note", scope="project:demo")
+    hits = await cf.query("deploy failure", "project:demo", 2048)
+"""
+
+from ._core import Hit, __version__
+from .config import Config
+from .errors import (
+    ClosedError,
+    ContextForgeError,
+    IncompatibleStoreError,
+    InternalError,
+    InvalidInputError,
+    InvalidTypeError,
+    NotFound,
+    RetryableStorageError,
+    SearchIndexError,
+    StorageError,
+)
+from .memory import ContextForge
+
+__all__ = [
+    "ClosedError",
+    "Config",
+    "ContextForge",
+    "ContextForgeError",
+    "Hit",
+    "IncompatibleStoreError",
+    "InternalError",
+    "InvalidInputError",
+    "InvalidTypeError",
+    "NotFound",
+    "RetryableStorageError",
+    "SearchIndexError",
+    "StorageError",
+    "__version__",
+]

@@ -1,0 +1,136 @@
+"""Argument checks and conversions done once at the API boundary.
+
+The engine validates again; these checks exist to give Python callers precise,
+typed errors (a ``TypeError`` for a wrong type) before anything reaches Rust.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any, Union
+
+from .errors import InvalidInputError, InvalidTypeError
+
+Timestamp = Union[datetime, int, float]
+Scope = Union[str, None, Sequence[Union[str, None]]]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICRO = timedelta(microseconds=1)
+# Years 1 to 9999, the range of datetime.
+_MIN_US = -62_135_596_800_000_000
+_MAX_US = 253_402_300_799_999_999
+_MAX_METADATA_DEPTH = 64
+
+
+def text(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"{name} must be a str, not {type(value).__name__}")
+    return value
+
+
+def optional_text(name: str, value: object) -> str | None:
+    return None if value is None else text(name, value)
+
+
+def positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value <= 0:
+        raise InvalidInputError(f"{name} must be positive, got {value}")
+    if value >= 2**63:
+        raise InvalidInputError(f"{name} is too large: {value}")
+    return value
+
+
+def timestamp_us(name: str, value: Timestamp | None) -> int | None:
+    """Microseconds since the epoch from an aware datetime or Unix seconds."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise InvalidInputError(
+                f"{name} must be timezone-aware (e.g. datetime.now(timezone.utc))"
+            )
+        micros = (value - _EPOCH) // _MICRO
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidTypeError(
+            f"{name} must be an aware datetime or Unix seconds, not {type(value).__name__}"
+        )
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInputError(f"{name} must be a finite number, got {value}")
+    else:
+        micros = round(value * 1_000_000)
+    if not _MIN_US <= micros <= _MAX_US:
+        raise InvalidInputError(f"{name} is outside the years 1 to 9999")
+    return micros
+
+
+def metadata_json(value: object) -> str | None:
+    """Serialises metadata, refusing anything that would not round-trip exactly."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidTypeError(f"metadata must be a dict, not {type(value).__name__}")
+    _check_json(value, "metadata", 0)
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _check_json(value: object, path: str, depth: int) -> None:
+    if depth > _MAX_METADATA_DEPTH:
+        raise InvalidInputError(f"{path} is nested deeper than {_MAX_METADATA_DEPTH} levels")
+    if value is None or isinstance(value, (str, bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(f"{path} is {value}, which JSON cannot hold")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidTypeError(f"{path} has a non-str key {key!r}")
+            _check_json(item, f"{path}[{key!r}]", depth + 1)
+        return
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_json(item, f"{path}[{i}]", depth + 1)
+        return
+    raise InvalidTypeError(
+        f"{path} holds a {type(value).__name__}, which is not JSON "
+        "(use dict, list, str, int, float, bool or None)"
+    )
+
+
+def scopes(value: Scope) -> list[str | None] | None:
+    """``None`` means every scope; a str one scope; a list several, where ``None``
+    in the list stands for global (unscoped) entries."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Sequence):
+        out = [optional_text("scope", s) for s in value]
+        if not out:
+            raise InvalidInputError("scope list is empty: pass None to search every scope")
+        return out
+    raise InvalidTypeError(f"scope must be a str, None or a list, not {type(value).__name__}")
+
+
+def save_item(
+    content: object,
+    kind: object = "note",
+    scope: object = None,
+    session_id: object = None,
+    metadata: object = None,
+    timestamp: Any = None,
+) -> tuple[str, str, str | None, str | None, str | None, int | None]:
+    return (
+        text("content", content),
+        text("kind", kind),
+        optional_text("scope", scope),
+        optional_text("session_id", session_id),
+        metadata_json(metadata),
+        timestamp_us("timestamp", timestamp),
+    )

@@ -1,0 +1,75 @@
+"""The compiled engine. Use the ``contextforge`` package rather than this module."""
+
+from collections.abc import Awaitable
+from datetime import datetime
+from typing import Any, final
+
+__version__: str
+
+@final
+class Hit:
+    """An entry returned by a query."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def scope(self) -> str | None:
+        """The entry's scope; ``None`` for a global entry."""
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def timestamp(self) -> datetime:
+        """When the entry happened, as an aware UTC datetime."""
+    @property
+    def tokens(self) -> int:
+        """The content's length in the store's tokenizer."""
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """A new dict with the metadata saved with the entry (empty if none)."""
+    @property
+    def score(self) -> float:
+        """Relevance times the recency boost; higher is better."""
+
+_Item = tuple[str, str, str | None, str | None, str | None, int | None]
+
+@final
+class Engine:
+    """A handle on an open store."""
+
+    @staticmethod
+    def open(
+        path: str,
+        *,
+        index_dir: str | None,
+        tokenizer: str,
+        recency_weight: float,
+        recency_half_life_days: float,
+        depth: int,
+        flush_entries: int,
+        flush_ms: int,
+        busy_timeout_ms: int,
+    ) -> Awaitable[Engine]: ...
+    def save_many(self, items: list[_Item]) -> Awaitable[list[int]]:
+        """Saves entries in one transaction and returns their ids."""
+    def query(
+        self,
+        text: str,
+        scopes: list[str | None] | None,
+        budget: int,
+        *,
+        now: int | None = None,
+        depth: int | None = None,
+    ) -> Awaitable[list[Hit]]: ...
+    def count(self) -> Awaitable[int]: ...
+    def flush(self) -> Awaitable[None]: ...
+    def close(self) -> Awaitable[None]:
+        """Flushes and releases the store; closing twice is harmless."""
+    @property
+    def closed(self) -> bool: ...
+
+def default_config() -> dict[str, Any]:
+    """The engine's default settings."""

@@ -1,0 +1,59 @@
+"""Store configuration."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Union
+
+__all__ = ["Config"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """How a store is opened. Every field has a working default.
+
+    Attributes:
+        path: The libSQL database file, or ``":memory:"`` to keep everything in RAM.
+        index_dir: Where the search index lives; by default ``<path>.index`` beside
+            the database (in RAM for ``":memory:"``). It is derived data: deleting it
+            only costs a rebuild on the next open.
+        tokenizer: How tokens are counted for budgets: ``"o200k"`` (GPT-4o and later,
+            the default), ``"cl100k"`` (GPT-4), or the path of a Hugging Face
+            ``tokenizer.json``.
+        recency_weight: How much a fresh entry is preferred over an old one of equal
+            relevance. A score is multiplied by ``1 + recency_weight * 0.5 **
+            (age / half_life)``, so recency can reorder near-ties but never buries a
+            strong old match under a weak fresh one.
+        recency_half_life_days: The age at which the recency boost halves.
+        depth: Ranked candidates a query considers before packing to the budget.
+        flush_entries: Saves are searchable at once from an in-memory tail, which is
+            committed to the on-disk index in batches of about this many changes...
+        flush_ms: ...or after this many milliseconds, whichever comes first.
+        busy_timeout_ms: How long a write waits for another process's lock.
+    """
+
+    path: str = ":memory:"
+    index_dir: str | None = None
+    tokenizer: str = "o200k"
+    recency_weight: float = 0.2
+    recency_half_life_days: float = 30.0
+    depth: int = 100
+    flush_entries: int = 2048
+    flush_ms: int = 1000
+    busy_timeout_ms: int = 10_000
+
+    @classmethod
+    def coerce(cls, target: Config | PathLike) -> Config:
+        """A ``Config`` from a config, a path string or a path-like object."""
+        if isinstance(target, Config):
+            return target
+        if isinstance(target, (str, os.PathLike)):
+            return cls(path=os.fspath(target))
+        from .errors import InvalidTypeError
+
+        raise InvalidTypeError(
+            f"open() takes a path or a Config, not {type(target).__name__}"
+        )

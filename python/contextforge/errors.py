@@ -1,0 +1,61 @@
+"""The exception tree. Every error the library raises is a ``ContextForgeError``,
+and each also subclasses the built-in a caller would naturally catch."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ClosedError",
+    "ContextForgeError",
+    "IncompatibleStoreError",
+    "InternalError",
+    "InvalidInputError",
+    "InvalidTypeError",
+    "NotFound",
+    "RetryableStorageError",
+    "SearchIndexError",
+    "StorageError",
+]
+
+
+class ContextForgeError(Exception):
+    """Base class of every contextforge error."""
+
+
+class InvalidInputError(ContextForgeError, ValueError):
+    """An argument was rejected; nothing was changed."""
+
+
+class InvalidTypeError(InvalidInputError, TypeError):
+    """An argument had the wrong type; nothing was changed."""
+
+
+class NotFound(ContextForgeError, KeyError):
+    """No entry has the given id."""
+
+    def __str__(self) -> str:
+        # KeyError would print the repr of its argument.
+        return str(self.args[0]) if self.args else "not found"
+
+
+class ClosedError(ContextForgeError, RuntimeError):
+    """The instance was closed; open a new one."""
+
+
+class StorageError(ContextForgeError, OSError):
+    """The database failed."""
+
+
+class RetryableStorageError(StorageError):
+    """The database was busy or unreachable; the same call may succeed later."""
+
+
+class SearchIndexError(ContextForgeError, RuntimeError):
+    """The derived search index failed; the database still holds every entry."""
+
+
+class IncompatibleStoreError(ContextForgeError, RuntimeError):
+    """The store was written by a newer, incompatible version."""
+
+
+class InternalError(ContextForgeError, RuntimeError):
+    """A bug in contextforge; please report it with the message."""

@@ -1,0 +1,204 @@
+"""``ContextForge``: the asyncio API."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+from . import _convert, _core
+from ._convert import Scope, Timestamp
+from .config import Config, PathLike
+from .errors import InvalidInputError, InvalidTypeError
+
+__all__ = ["ContextForge"]
+
+T = TypeVar("T")
+
+_SAVE_KEYS = frozenset({"content", "kind", "scope", "session_id", "metadata", "timestamp"})
+
+
+def _call(make: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+    """Starts a core call, turning Rust's refusal of unencodable text into our error."""
+    try:
+        return make()
+    except UnicodeEncodeError as err:
+        raise InvalidInputError(
+            "text must be valid Unicode (it holds a lone surrogate)"
+        ) from err
+
+
+class ContextForge:
+    """Durable, scoped, searchable memory.
+
+    Open with ``await ContextForge.open(path)`` (or ``async with``), save with
+    ``save``, retrieve with ``query``. Every method is a coroutine whose work runs
+    in Rust on a thread pool, without the GIL, so it never blocks the event loop.
+    """
+
+    __slots__ = ("_config", "_engine")
+
+    def __init__(self, engine: _core.Engine, config: Config) -> None:
+        """Use :meth:`open`."""
+        self._engine = engine
+        self._config = config
+
+    @classmethod
+    async def open(cls, target: Config | PathLike = ":memory:") -> ContextForge:
+        """Opens (or creates) a store.
+
+        Args:
+            target: A database path, ``":memory:"`` (the default), or a :class:`Config`.
+
+        The search index is brought up to date with the database before this
+        returns: only the changes it missed are applied, and a missing or damaged
+        index is rebuilt.
+        """
+        config = Config.coerce(target)
+        engine = await _call(
+            lambda: _core.Engine.open(
+                config.path,
+                index_dir=config.index_dir,
+                tokenizer=config.tokenizer,
+                recency_weight=config.recency_weight,
+                recency_half_life_days=config.recency_half_life_days,
+                depth=config.depth,
+                flush_entries=config.flush_entries,
+                flush_ms=config.flush_ms,
+                busy_timeout_ms=config.busy_timeout_ms,
+            )
+        )
+        return cls(engine, config)
+
+    @property
+    def config(self) -> Config:
+        return self._config
+
+    @property
+    def closed(self) -> bool:
+        return self._engine.closed
+
+    async def __aenter__(self) -> ContextForge:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def save(
+        self,
+        content: str,
+        kind: str = "note",
+        *,
+        scope: str | None = None,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        timestamp: Timestamp | None = None,
+    ) -> int:
+        """Saves one entry and returns its id.
+
+        When this returns, the entry is durable in the database and visible to the
+        very next query from any task.
+
+        Args:
+            content: The text to remember (non-empty).
+            kind: A short label such as ``"note"``, ``"fact"`` or ``"summary"``.
+            scope: The tenant, user, project or thread it belongs to; ``None`` saves
+                a global entry.
+            session_id: The conversation or run it came from.
+            metadata: A JSON-compatible dict, returned exactly as given.
+            timestamp: When it happened: an aware ``datetime`` or Unix seconds;
+                defaults to now.
+
+        Raises:
+            InvalidInputError: (a ``ValueError``; ``InvalidTypeError`` is also a
+                ``TypeError``) when an argument is rejected. Nothing is saved.
+        """
+        item = _convert.save_item(content, kind, scope, session_id, metadata, timestamp)
+        ids = await _call(lambda: self._engine.save_many([item]))
+        return ids[0]
+
+    async def save_many(self, items: Iterable[Mapping[str, Any]]) -> list[int]:
+        """Saves several entries in one transaction: all of them, or none.
+
+        Each item is a mapping with :meth:`save`'s argument names (``content`` is
+        required). A bad item raises ``InvalidInputError`` naming its position, and
+        nothing is saved.
+        """
+        prepared = []
+        for i, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise InvalidTypeError(f"item {i}: expected a mapping, not {type(item).__name__}")
+            unknown = set(item) - _SAVE_KEYS
+            if unknown:
+                raise InvalidInputError(f"item {i}: unknown keys {sorted(map(str, unknown))}")
+            if "content" not in item:
+                raise InvalidInputError(f"item {i}: 'content' is required")
+            try:
+                prepared.append(_convert.save_item(**item))
+            except InvalidInputError as err:
+                raise type(err)(f"item {i}: {err}") from err
+        if not prepared:
+            return []
+        return await _call(lambda: self._engine.save_many(prepared))
+
+    async def query(
+        self,
+        q: str,
+        scope: Scope = None,
+        budget: int = 2048,
+        *,
+        now: Timestamp | None = None,
+        depth: int | None = None,
+    ) -> list[_core.Hit]:
+        """Finds the entries most relevant to ``q`` and packs them into ``budget`` tokens.
+
+        Ranking is BM25 over the content, weighted by recency; the best entries are
+        taken in rank order, skipping any that no longer fit, until the budget is
+        spent. The query text is plain words: operators, quotes and field syntax
+        have no special meaning.
+
+        Args:
+            q: What to look for.
+            scope: ``None`` searches every scope; a str searches one scope; a list
+                searches several, with ``None`` in the list meaning global entries
+                (``["user:42", None]``).
+            budget: The most tokens the returned entries may hold together.
+            now: The clock for recency, for reproducible ranking; defaults to now.
+            depth: Ranked candidates to consider before packing.
+        """
+        text = _convert.text("q", q)
+        scopes = _convert.scopes(scope)
+        budget = _convert.positive_int("budget", budget)
+        now_us = _convert.timestamp_us("now", now)
+        if depth is not None:
+            depth = _convert.positive_int("depth", depth)
+        return await _call(
+            lambda: self._engine.query(text, scopes, budget, now=now_us, depth=depth)
+        )
+
+    async def count(self) -> int:
+        """The number of stored entries."""
+        return await self._engine.count()
+
+    async def flush(self) -> None:
+        """Commits pending search-index changes now.
+
+        Entries are durable when ``save`` returns; this only spares the next
+        ``open`` from re-applying them.
+        """
+        await self._engine.flush()
+
+    async def close(self) -> None:
+        """Flushes and releases files and threads. Later calls raise ``ClosedError``;
+        closing twice is harmless."""
+        await self._engine.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<ContextForge {self._config.path!r} ({state})>"
+
