@@ -51,3 +51,8 @@ def counter() -> tuple[str, Callable[[str], int]]:
         except Exception:  # noqa: BLE001 - any failure means: use the estimate
             pass
     return "words*1.3 (estimate)", lambda text: int(len(text.split()) * 1.3 + 0.999)
+
+
+def count(text: str) -> int:
+    """Tokens in `text`; the counter loads on first use, so opening a store does not pay for it."""
+    return counter()[1](text)

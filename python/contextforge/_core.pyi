@@ -4,6 +4,8 @@ from collections.abc import Awaitable
 from datetime import datetime
 from typing import Any, final
 
+__all__ = ["Engine", "default_config", "Hit", "__version__"]
+
 __version__: str
 
 @final

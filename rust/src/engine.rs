@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Config;
-use crate::entry::{validate_timestamp, Entry, Hit, Micros, NewEntry};
+use crate::entry::{validate_label, validate_timestamp, Entry, Hit, Micros, NewEntry};
 use crate::error::{Error, Result};
 use crate::index::schema::scope_key;
 use crate::index::{Flusher, SearchIndex, SearchRequest};
@@ -131,6 +131,9 @@ impl Engine {
         }
         if let Some(now) = query.now {
             validate_timestamp("now", now)?;
+        }
+        for scope in query.scopes.iter().flatten().flatten() {
+            validate_label("scope", scope)?;
         }
         let depth = query.depth.unwrap_or(self.config.depth);
         if depth == 0 || depth > 10_000 {

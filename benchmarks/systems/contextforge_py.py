@@ -1,0 +1,41 @@
+"""contextforge (this project) through its public async Python API.
+
+Two concurrent queries are two coroutines under asyncio.gather: the Rust side
+releases the GIL and runs them on its own thread pool.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Sequence
+
+from systems.base import Hit, Id
+from workload import Entry
+
+
+class ContextForgePy:
+    name = "contextforge"
+    concurrency: Literal["threads", "asyncio"] = "asyncio"
+
+    async def open(self, path: Path) -> None:
+        import contextforge
+
+        path.mkdir(parents=True, exist_ok=True)
+        self.cf = await contextforge.ContextForge.open(str(path / "memory.db"))
+
+    async def ingest(self, entries: Sequence[Entry]) -> list[Id]:
+        items = [{"content": e.content, "scope": e.scope, "timestamp": e.timestamp} for e in entries]
+        return list(await self.cf.save_many(items))
+
+    async def save(self, entry: Entry) -> Id:
+        return await self.cf.save(entry.content, kind="note", scope=entry.scope, timestamp=entry.timestamp)
+
+    async def query(self, text: str, scope: str | None, budget: int, now: float) -> list[Hit]:
+        hits = await self.cf.query(text, scope, budget, now=now)
+        return [Hit(h.id, h.score, h.tokens, h.content) for h in hits]
+
+    def query_sync(self, text: str, scope: str | None, budget: int, now: float) -> list[Hit]:
+        raise NotImplementedError("contextforge is measured through its async API")
+
+    async def close(self) -> None:
+        await self.cf.close()

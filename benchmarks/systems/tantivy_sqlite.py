@@ -1,0 +1,87 @@
+"""Peer: tantivy-py for BM25 with sqlite3 as the source of truth.
+
+Each save commits to SQLite, then adds the document to tantivy, commits the
+index and reloads the searcher, so the next query sees it. Queries take the
+best 100 by BM25 (scope as a MUST term), read id, timestamp and token count
+from fast fields, apply the recency boost, pack, and fetch content from SQLite.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import tantivy
+
+from systems.base import DEPTH, Candidate, Hit, Id, SqliteStore, SyncSystem, rank_and_pack
+from tokens import count
+from workload import Entry
+
+WRITER_HEAP = 128 * 1024 * 1024
+
+
+def build_schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_integer_field("id", stored=True, indexed=True, fast=True)
+    builder.add_text_field("content", tokenizer_name="default", index_option="freq")
+    builder.add_text_field("scope", tokenizer_name="raw", index_option="basic")
+    builder.add_float_field("ts", fast=True)
+    builder.add_integer_field("tokens", fast=True)
+    return builder.build()
+
+
+class TantivySqlite(SyncSystem):
+    name = "tantivy"
+
+    def _open(self, path: Path) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "index").mkdir(exist_ok=True)
+        self.schema = build_schema()
+        self.index = tantivy.Index(self.schema, path=str(path / "index"), reuse=True)
+        self.store = SqliteStore(path / "memory.db")
+        self.writer: tantivy.IndexWriter | None = None
+        self.searcher = self.index.searcher()
+
+    def _writer(self) -> tantivy.IndexWriter:
+        if self.writer is None:
+            self.writer = self.index.writer(WRITER_HEAP, 1)
+        return self.writer
+
+    def _ingest(self, entries: Sequence[Entry]) -> list[Id]:
+        tokens = [count(e.content) for e in entries]
+        ids = self.store.insert([(e.content, e.scope, e.timestamp, t) for e, t in zip(entries, tokens)])
+        writer = self._writer()
+        for entry_id, entry, n in zip(ids, entries, tokens):
+            doc = tantivy.Document(id=entry_id, content=entry.content, ts=entry.timestamp, tokens=n)
+            if entry.scope is not None:
+                doc.add_text("scope", entry.scope)
+            writer.add_document(doc)
+        writer.commit()
+        self.index.reload()
+        self.searcher = self.index.searcher()
+        return list(ids)
+
+    def _save(self, entry: Entry) -> Id:
+        return self._ingest([entry])[0]
+
+    def query_sync(self, text: str, scope: str | None, budget: int, now: float) -> list[Hit]:
+        query = self.index.parse_query_lenient(text, ["content"])[0]
+        if scope is not None:
+            scoped = tantivy.Query.term_query(self.schema, "scope", scope)
+            query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), (tantivy.Occur.Must, scoped)])
+        searcher = self.searcher
+        hits = searcher.search(query, DEPTH, count=False).hits
+        addresses = [address for _, address in hits]
+        ids = searcher.fast_field_values("id", addresses)
+        stamps = searcher.fast_field_values("ts", addresses)
+        counts = searcher.fast_field_values("tokens", addresses)
+        candidates = [Candidate(i, score, ts, n) for (score, _), i, ts, n in zip(hits, ids, stamps, counts)]
+        packed = rank_and_pack(candidates, now, budget)
+        contents = self.store.contents([int(c.id) for c, _ in packed])
+        return [Hit(c.id, score, c.tokens, contents[int(c.id)]) for c, score in packed]
+
+    def _close(self) -> None:
+        if self.writer is not None:
+            self.writer.wait_merging_threads()
+            self.writer = None
+        self.store.close()
