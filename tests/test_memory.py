@@ -110,7 +110,9 @@ async def test_budget_packs_greedily_and_skips_what_does_not_fit(mem: ContextFor
 
 async def test_newer_of_two_equal_matches_ranks_first(mem: ContextForge) -> None:
     old = await mem.save("quarterly planning notes", timestamp=NOW - timedelta(days=200))
-    new = await mem.save("quarterly planning notes", timestamp=NOW - timedelta(days=2))
+    new = await mem.save(
+        "quarterly planning notes", timestamp=NOW - timedelta(days=2), dedupe=False
+    )
     hits = await mem.query("quarterly planning", now=NOW)
     assert [h.id for h in hits] == [new, old]
 

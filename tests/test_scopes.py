@@ -43,7 +43,7 @@ async def test_queries_in_a_scope_only_return_that_scope(
     async with await ContextForge.open() as cf:
         owner: dict[int, str | None] = {}
         for i, (s, words) in enumerate(entries):
-            owner[await cf.save(" ".join(words), scope=s)] = s
+            owner[await cf.save(" ".join(words), scope=s, dedupe=False)] = s
             if flush_midway and i == len(entries) // 2:
                 await cf.flush()
         hits = await cf.query(" ".join(query), scope, 1_000_000)

@@ -125,7 +125,10 @@ def save_item(
     session_id: object = None,
     metadata: object = None,
     timestamp: Any = None,
-) -> tuple[str, str, str | None, str | None, str | None, int | None]:
+    dedupe: object = True,
+) -> tuple[str, str, str | None, str | None, str | None, int | None, bool]:
+    if not isinstance(dedupe, bool):
+        raise InvalidTypeError(f"dedupe must be a bool, not {type(dedupe).__name__}")
     return (
         text("content", content),
         text("kind", kind),
@@ -133,4 +136,52 @@ def save_item(
         optional_text("session_id", session_id),
         metadata_json(metadata),
         timestamp_us("timestamp", timestamp),
+        dedupe,
+    )
+
+
+def label(name: str, value: object) -> str:
+    value = text(name, value)
+    if not value:
+        raise InvalidInputError(f"{name} must not be empty")
+    return value
+
+
+def text_list(name: str, values: object) -> list[str]:
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise InvalidTypeError(f"{name} must be a list of str")
+    return [label(name, v) for v in values]
+
+
+def ids(values: object) -> list[int]:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise InvalidTypeError("ids must be an iterable of int")
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise InvalidTypeError(f"an id must be an int, not {type(v).__name__}")
+        if not -(2**63) <= v < 2**63:
+            raise InvalidInputError(f"id {v} is out of range")
+        out.append(v)
+    return out
+
+
+Filter = tuple[bool, Union[str, None], Union[str, None], Union[str, None], Union[int, None], Union[int, None]]
+
+
+def list_filter(
+    has_scope: bool,
+    scope: object,
+    kind: object,
+    session_id: object,
+    since: Any,
+    until: Any,
+) -> Filter:
+    return (
+        has_scope,
+        optional_text("scope", scope),
+        optional_text("kind", kind),
+        optional_text("session_id", session_id),
+        timestamp_us("since", since),
+        timestamp_us("until", until),
     )

@@ -4,7 +4,7 @@ from collections.abc import Awaitable
 from datetime import datetime
 from typing import Any, final
 
-__all__ = ["Engine", "default_config", "Hit", "__version__"]
+__all__ = ["Engine", "default_config", "Hit", "_shutdown", "__version__"]
 
 __version__: str
 
@@ -36,11 +36,12 @@ class Hit:
     def score(self) -> float:
         """Relevance times the recency boost; higher is better."""
 
-_Item = tuple[str, str, str | None, str | None, str | None, int | None]
+_Item = tuple[str, str, str | None, str | None, str | None, int | None, bool]
+_Filter = tuple[bool, str | None, str | None, str | None, int | None, int | None]
 
 @final
 class Engine:
-    """A handle on an open store."""
+    """A handle on an open store. Timestamps are microseconds since the epoch."""
 
     @staticmethod
     def open(
@@ -65,8 +66,31 @@ class Engine:
         *,
         now: int | None = None,
         depth: int | None = None,
+        kinds: list[str] | None = None,
+        session_id: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
     ) -> Awaitable[list[Hit]]: ...
-    def count(self) -> Awaitable[int]: ...
+    def get_many(self, ids: list[int]) -> Awaitable[list[Hit | None]]: ...
+    def update(
+        self,
+        id: int,
+        *,
+        content: str | None,
+        kind: str | None,
+        metadata: tuple[bool, str | None],
+        scope: tuple[bool, str | None],
+    ) -> Awaitable[Hit]:
+        """`metadata`/`scope` take (given?, value) so that `None` can mean "remove"."""
+    def delete_many(self, ids: list[int]) -> Awaitable[list[bool]]: ...
+    def clear_scope(self, scope: str) -> Awaitable[int]: ...
+    def clear_all(self) -> Awaitable[int]: ...
+    def count(self, filter: _Filter) -> Awaitable[int]: ...
+    def scopes(self) -> Awaitable[list[tuple[str | None, int]]]: ...
+    def list_page(
+        self, filter: _Filter, after: tuple[int, int] | None, limit: int
+    ) -> Awaitable[tuple[list[Hit], tuple[int, int] | None]]:
+        """One page, newest first, after the (timestamp_us, id) cursor."""
     def flush(self) -> Awaitable[None]: ...
     def close(self) -> Awaitable[None]:
         """Flushes and releases the store; closing twice is harmless."""
@@ -75,3 +99,6 @@ class Engine:
 
 def default_config() -> dict[str, Any]:
     """The engine's default settings."""
+
+def _shutdown() -> None:
+    """Registered with atexit: waits for in-flight results to be delivered."""

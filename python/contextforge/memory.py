@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -15,7 +15,11 @@ __all__ = ["ContextForge"]
 
 T = TypeVar("T")
 
-_SAVE_KEYS = frozenset({"content", "kind", "scope", "session_id", "metadata", "timestamp"})
+_SAVE_KEYS = frozenset(
+    {"content", "kind", "scope", "session_id", "metadata", "timestamp", "dedupe"}
+)
+_UNSET: Any = object()
+_PAGE = 500
 
 
 def _call(make: Callable[[], Awaitable[T]]) -> Awaitable[T]:
@@ -98,6 +102,7 @@ class ContextForge:
         session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         timestamp: Timestamp | None = None,
+        dedupe: bool = True,
     ) -> int:
         """Saves one entry and returns its id.
 
@@ -113,12 +118,15 @@ class ContextForge:
             metadata: A JSON-compatible dict, returned exactly as given.
             timestamp: When it happened: an aware ``datetime`` or Unix seconds;
                 defaults to now.
+            dedupe: When content identical after normalisation (Unicode NFKC,
+                whitespace) already exists in the scope, return its id instead of
+                saving a second copy. Pass ``False`` to keep both.
 
         Raises:
             InvalidInputError: (a ``ValueError``; ``InvalidTypeError`` is also a
                 ``TypeError``) when an argument is rejected. Nothing is saved.
         """
-        item = _convert.save_item(content, kind, scope, session_id, metadata, timestamp)
+        item = _convert.save_item(content, kind, scope, session_id, metadata, timestamp, dedupe)
         ids = await _call(lambda: self._engine.save_many([item]))
         return ids[0]
 
@@ -154,6 +162,10 @@ class ContextForge:
         *,
         now: Timestamp | None = None,
         depth: int | None = None,
+        kinds: Sequence[str] | None = None,
+        session_id: str | None = None,
+        since: Timestamp | None = None,
+        until: Timestamp | None = None,
     ) -> list[_core.Hit]:
         """Finds the entries most relevant to ``q`` and packs them into ``budget`` tokens.
 
@@ -170,6 +182,13 @@ class ContextForge:
             budget: The most tokens the returned entries may hold together.
             now: The clock for recency, for reproducible ranking; defaults to now.
             depth: Ranked candidates to consider before packing.
+            kinds: Only entries of these kinds.
+            session_id: Only entries of this session.
+            since: Only entries at or after this time.
+            until: Only entries before this time.
+
+        Filters are applied inside the index, so a filtered query returns what
+        the same query returns on a store holding only the matching entries.
         """
         text = _convert.text("q", q)
         scopes = _convert.scopes(scope)
@@ -177,13 +196,117 @@ class ContextForge:
         now_us = _convert.timestamp_us("now", now)
         if depth is not None:
             depth = _convert.positive_int("depth", depth)
+        kind_list = None if kinds is None else _convert.text_list("kinds", kinds)
+        session = _convert.optional_text("session_id", session_id)
+        since_us = _convert.timestamp_us("since", since)
+        until_us = _convert.timestamp_us("until", until)
         return await _call(
-            lambda: self._engine.query(text, scopes, budget, now=now_us, depth=depth)
+            lambda: self._engine.query(
+                text,
+                scopes,
+                budget,
+                now=now_us,
+                depth=depth,
+                kinds=kind_list,
+                session_id=session,
+                since=since_us,
+                until=until_us,
+            )
         )
 
-    async def count(self) -> int:
-        """The number of stored entries."""
-        return await self._engine.count()
+    async def get(self, id: int) -> _core.Hit | None:
+        """The entry with this id, or ``None``."""
+        [entry] = await self.get_many([id])
+        return entry
+
+    async def get_many(self, ids: Iterable[int]) -> list[_core.Hit | None]:
+        """Entries by id in the order asked, with ``None`` for unknown ids."""
+        return await self._engine.get_many(_convert.ids(ids))
+
+    async def update(
+        self,
+        id: int,
+        *,
+        content: str | None = None,
+        kind: str | None = None,
+        metadata: Mapping[str, Any] | None = _UNSET,
+        scope: str | None = _UNSET,
+    ) -> _core.Hit:
+        """Changes an entry and returns it as stored.
+
+        Content is re-counted and re-indexed at once. ``metadata=None`` removes the
+        metadata and ``scope=None`` makes the entry global; leaving an argument out
+        keeps that field.
+
+        Raises:
+            NotFound: (a ``KeyError``) when no entry has this id.
+        """
+        [entry_id] = _convert.ids([id])
+        new_content = _convert.optional_text("content", content)
+        new_kind = _convert.optional_text("kind", kind)
+        meta = (False, None) if metadata is _UNSET else (True, _convert.metadata_json(metadata))
+        new_scope = (False, None) if scope is _UNSET else (True, _convert.optional_text("scope", scope))
+        return await _call(
+            lambda: self._engine.update(
+                entry_id, content=new_content, kind=new_kind, metadata=meta, scope=new_scope
+            )
+        )
+
+    async def delete(self, id: int) -> bool:
+        """Deletes an entry; returns whether it existed. It is gone from the very
+        next query."""
+        [existed] = await self.delete_many([id])
+        return existed
+
+    async def delete_many(self, ids: Iterable[int]) -> list[bool]:
+        """Deletes entries in one transaction; returns for each whether it existed."""
+        return await self._engine.delete_many(_convert.ids(ids))
+
+    async def clear_scope(self, scope: str) -> int:
+        """Deletes every entry of exactly ``scope`` (no prefixes, no wildcards) and
+        returns how many. Global entries are never touched."""
+        return await self._engine.clear_scope(_convert.label("scope", scope))
+
+    async def clear_all(self, *, confirm: bool) -> int:
+        """Deletes every entry of every scope. Requires ``confirm=True``."""
+        if confirm is not True:
+            raise InvalidInputError("clear_all() deletes every scope: pass confirm=True")
+        return await self._engine.clear_all()
+
+    async def scopes(self) -> dict[str | None, int]:
+        """Every scope with its number of entries; ``None`` is the global scope."""
+        return dict(await self._engine.scopes())
+
+    async def list(
+        self,
+        *,
+        scope: str | None = _UNSET,
+        kind: str | None = None,
+        session_id: str | None = None,
+        since: Timestamp | None = None,
+        until: Timestamp | None = None,
+        page_size: int = _PAGE,
+    ) -> AsyncIterator[_core.Hit]:
+        """Iterates over entries newest first, fetching ``page_size`` at a time, so
+        memory stays bounded however large the store is. Leave ``scope`` out for
+        every scope; ``scope=None`` lists global entries."""
+        filt = _convert.list_filter(scope is not _UNSET, None if scope is _UNSET else scope,
+                                    kind, session_id, since, until)
+        size = _convert.positive_int("page_size", page_size)
+        cursor: tuple[int, int] | None = None
+        while True:
+            page, cursor = await self._engine.list_page(filt, cursor, size)
+            for entry in page:
+                yield entry
+            if cursor is None or len(page) < size:
+                return
+
+    async def count(self, scope: str | None = _UNSET) -> int:
+        """The number of entries: in every scope by default, in one scope when
+        given, or global entries for ``scope=None``."""
+        has_scope = scope is not _UNSET
+        filt = _convert.list_filter(has_scope, scope if has_scope else None, None, None, None, None)
+        return await self._engine.count(filt)
 
     async def flush(self) -> None:
         """Commits pending search-index changes now.

@@ -22,6 +22,9 @@ pub struct NewEntry {
     /// A JSON object, already serialised.
     pub metadata: Option<String>,
     pub timestamp: Option<Micros>,
+    /// Return the existing id instead of saving a second copy of content that is
+    /// identical after normalisation in the same scope.
+    pub dedupe: bool,
 }
 
 impl NewEntry {
@@ -33,6 +36,7 @@ impl NewEntry {
             session_id: None,
             metadata: None,
             timestamp: None,
+            dedupe: true,
         }
     }
 

@@ -10,6 +10,7 @@ pub mod engine;
 pub mod entry;
 pub mod error;
 pub mod index;
+pub mod normalize;
 pub mod pack;
 pub mod runtime;
 pub mod scrub;
@@ -20,6 +21,6 @@ pub mod tokens;
 mod python;
 
 pub use config::Config;
-pub use engine::{Engine, Query};
+pub use engine::{Engine, ListFilter, Patch, Query};
 pub use entry::{Entry, Hit, NewEntry};
 pub use error::{Error, Result};

@@ -1,6 +1,6 @@
 //! End-to-end tests of the engine through its public Rust API, on real files.
 
-use _core::{Config, Engine, Error, NewEntry, Query};
+use _core::{Config, Engine, Error, ListFilter, NewEntry, Patch, Query};
 
 const DAY: i64 = 86_400_000_000;
 const NOW: i64 = 1_750_000_000_000_000;
@@ -66,6 +66,7 @@ fn scopes_are_isolated_in_tail_and_index() {
     let a = engine.save(NewEntry::new("alpha secret plan").scope("a")).unwrap();
     let b = engine.save(NewEntry::new("alpha secret plan").scope("b")).unwrap();
     let g = engine.save(NewEntry::new("alpha secret plan")).unwrap();
+    assert!(a != b && b != g, "duplicates are per scope");
     for round in 0..2 {
         assert_eq!(query(&engine, "alpha plan", Some("a")), vec![a], "round {round}");
         assert_eq!(query(&engine, "alpha plan", Some("b")), vec![b], "round {round}");
@@ -107,8 +108,9 @@ fn scores_agree_before_and_after_a_commit() {
 #[test]
 fn recency_breaks_ties_but_does_not_bury_strong_old_matches() {
     let engine = Engine::open(Config::default()).unwrap();
-    let old = engine.save(NewEntry::new("postgres migration plan").at(NOW - 300 * DAY)).unwrap();
-    let new = engine.save(NewEntry::new("postgres migration plan").at(NOW - DAY)).unwrap();
+    let twin = |at| NewEntry { dedupe: false, ..NewEntry::new("postgres migration plan").at(at) };
+    let old = engine.save(twin(NOW - 300 * DAY)).unwrap();
+    let new = engine.save(twin(NOW - DAY)).unwrap();
     assert_eq!(query(&engine, "postgres migration", None), vec![new, old]);
 
     let engine = Engine::open(Config::default()).unwrap();
@@ -152,7 +154,7 @@ fn bad_input_is_rejected_and_changes_nothing() {
         Err(Error::InvalidInput(msg)) => assert!(msg.starts_with("item 1"), "{msg}"),
         other => panic!("{other:?}"),
     }
-    assert_eq!(engine.count().unwrap(), 0);
+    assert_eq!(engine.count(&ListFilter::default()).unwrap(), 0);
     assert!(matches!(engine.query(&Query::new("x", 0)), Err(Error::InvalidInput(_))));
 }
 
@@ -178,4 +180,103 @@ fn two_engines_on_one_file_see_each_other() {
     seen_by_b.sort_unstable();
     assert_eq!(seen_by_a, vec![x, y]);
     assert_eq!(seen_by_b, vec![x, y]);
+}
+
+#[test]
+fn updates_and_deletes_reach_the_index_before_and_after_a_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(file_config(&dir)).unwrap();
+    let id = engine.save(NewEntry::new("the cache uses redis").scope("s")).unwrap();
+    let other = engine.save(NewEntry::new("redis cluster sizing").scope("s")).unwrap();
+    for flush in [false, true] {
+        if flush {
+            engine.flush().unwrap();
+        }
+        engine
+            .update(id, Patch { content: Some("the cache uses memcached".into()), ..Patch::default() })
+            .unwrap();
+        assert_eq!(query(&engine, "redis", Some("s")), vec![other]);
+        assert_eq!(query(&engine, "memcached", Some("s")), vec![id]);
+        engine.update(id, Patch { content: Some("the cache uses redis".into()), ..Patch::default() }).unwrap();
+    }
+    assert_eq!(engine.delete_many(&[other, 999]).unwrap(), vec![true, false]);
+    assert_eq!(query(&engine, "redis", Some("s")), vec![id]);
+    engine.flush().unwrap();
+    assert_eq!(query(&engine, "redis", Some("s")), vec![id]);
+    assert!(matches!(engine.update(other, Patch::default()), Err(Error::NotFound(_))));
+    engine.close().unwrap();
+    let engine = Engine::open(file_config(&dir)).unwrap();
+    assert_eq!(query(&engine, "redis", Some("s")), vec![id]);
+}
+
+#[test]
+fn duplicates_return_the_existing_id_within_a_scope() {
+    let engine = Engine::open(Config::default()).unwrap();
+    let a = engine.save(NewEntry::new("Deploy  failed\n").scope("s")).unwrap();
+    assert_eq!(engine.save(NewEntry::new(" Deploy failed").scope("s")).unwrap(), a);
+    assert_ne!(engine.save(NewEntry::new("Deploy failed").scope("t")).unwrap(), a);
+    let forced = engine.save(NewEntry { dedupe: false, ..NewEntry::new("Deploy failed").scope("s") });
+    assert_ne!(forced.unwrap(), a);
+    assert_eq!(engine.count(&ListFilter::default()).unwrap(), 3);
+}
+
+#[test]
+fn clear_scope_touches_exactly_one_scope() {
+    let engine = Engine::open(Config::default()).unwrap();
+    engine.save(NewEntry::new("keep me").scope("a")).unwrap();
+    engine.save(NewEntry::new("drop me").scope("b")).unwrap();
+    engine.save(NewEntry::new("drop me too").scope("b")).unwrap();
+    engine.save(NewEntry::new("global keep")).unwrap();
+    assert_eq!(engine.clear_scope("b").unwrap(), 2);
+    assert_eq!(engine.clear_scope("b").unwrap(), 0);
+    let scopes = engine.scopes().unwrap();
+    assert_eq!(scopes, vec![(None, 1), (Some("a".into()), 1)]);
+    assert!(query(&engine, "drop", None).is_empty());
+    assert_eq!(engine.clear_all().unwrap(), 2);
+}
+
+#[test]
+fn filters_are_applied_inside_the_index() {
+    let engine = Engine::open(Config::default()).unwrap();
+    let mut ids = Vec::new();
+    for i in 0..40_i64 {
+        let kind = if i % 2 == 0 { "fact" } else { "note" };
+        let mut e = NewEntry::new(format!("shared topic {i}")).at(NOW - i * DAY);
+        e.kind = kind.into();
+        e.session_id = Some(format!("s{}", i % 4));
+        ids.push(engine.save(e).unwrap());
+    }
+    for flush in [false, true] {
+        if flush {
+            engine.flush().unwrap();
+        }
+        let mut q = Query::new("shared topic", 100_000);
+        q.now = Some(NOW);
+        q.depth = Some(3);
+        q.kinds = Some(vec!["fact".into()]);
+        q.session_id = Some("s2".into());
+        q.since = Some(NOW - 30 * DAY);
+        q.until = Some(NOW - 5 * DAY);
+        let got: Vec<i64> = engine.query(&q).unwrap().iter().map(|h| h.entry.id).collect();
+        // i even, i % 4 == 2, 5 < i <= 30: 6, 10, 14, ... newest first, depth 3.
+        assert_eq!(got, vec![ids[6], ids[10], ids[14]]);
+    }
+}
+
+#[test]
+fn list_pages_newest_first() {
+    let engine = Engine::open(Config::default()).unwrap();
+    let ids: Vec<i64> =
+        (0..25).map(|i| engine.save(NewEntry::new(format!("item {i}")).at(NOW + i)).unwrap()).collect();
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = engine.list(&ListFilter::default(), after, 10).unwrap();
+        let Some(last) = page.last() else { break };
+        after = Some((last.timestamp, last.id));
+        seen.extend(page.iter().map(|e| e.id));
+    }
+    let mut expected = ids.clone();
+    expected.reverse();
+    assert_eq!(seen, expected);
 }

@@ -2,10 +2,13 @@
 //! index and the tail, with the scope filter applied inside the index.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery};
+use tantivy::query::{
+    BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery,
+};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{SegmentReader, Term};
 
@@ -24,6 +27,10 @@ pub struct SearchRequest {
     /// Scope keys to search (`schema::GLOBAL_SCOPE` for global entries); `None`
     /// searches every scope.
     pub scopes: Option<Vec<String>>,
+    pub kinds: Option<Vec<String>>,
+    pub session_id: Option<String>,
+    pub since: Option<Micros>,
+    pub until: Option<Micros>,
     pub depth: usize,
     pub now: Micros,
     pub recency_weight: f32,
@@ -46,7 +53,7 @@ impl SearchIndex {
         let view = self.view.read();
         let stats = CombinedStats { searcher: &view.searcher, tail: &view.tail };
 
-        let query = self.build_query(&terms, req.scopes.as_deref());
+        let query = self.build_query(&terms, req);
         let score_fn = ScoreFn {
             tombstones: view.tail.tombstones.clone(),
             now: req.now,
@@ -68,7 +75,7 @@ impl SearchIndex {
         Ok(out)
     }
 
-    fn build_query(&self, terms: &[String], scopes: Option<&[String]>) -> Box<dyn Query> {
+    fn build_query(&self, terms: &[String], req: &SearchRequest) -> Box<dyn Query> {
         let text: Vec<(Occur, Box<dyn Query>)> = terms
             .iter()
             .map(|t| {
@@ -77,15 +84,44 @@ impl SearchIndex {
                 (Occur::Should, q)
             })
             .collect();
-        let text = Box::new(BooleanQuery::new(text));
-        match scopes {
-            None => text,
-            Some(scopes) => {
-                let keys = scopes.iter().map(|s| Term::from_field_text(self.fields.scope, s));
-                let filter = ConstScoreQuery::new(Box::new(TermSetQuery::new(keys)), 0.0);
-                Box::new(BooleanQuery::new(vec![(Occur::Must, text), (Occur::Must, Box::new(filter))]))
-            }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, Box::new(BooleanQuery::new(text)))];
+        let mut filter = |q: Box<dyn Query>| {
+            clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0))));
+        };
+        if let Some(scopes) = &req.scopes {
+            let keys = scopes.iter().map(|s| Term::from_field_text(self.fields.scope, s));
+            filter(Box::new(TermSetQuery::new(keys)));
         }
+        if let Some(kinds) = &req.kinds {
+            let keys = kinds.iter().map(|k| Term::from_field_text(self.fields.kind, k));
+            filter(Box::new(TermSetQuery::new(keys)));
+        }
+        if let Some(session) = &req.session_id {
+            let term = Term::from_field_text(self.fields.session, session);
+            filter(Box::new(TermQuery::new(term, IndexRecordOption::Basic)));
+        }
+        if req.since.is_some() || req.until.is_some() {
+            let bound = |ts: Option<Micros>, inclusive: bool| match ts {
+                None => Bound::Unbounded,
+                Some(ts) if inclusive => Bound::Included(Term::from_field_i64(self.fields.ts, ts)),
+                Some(ts) => Bound::Excluded(Term::from_field_i64(self.fields.ts, ts)),
+            };
+            filter(Box::new(RangeQuery::new(bound(req.since, true), bound(req.until, false))));
+        }
+        Box::new(BooleanQuery::new(clauses))
+    }
+}
+
+impl SearchRequest {
+    /// The same filters as `build_query`, for entries in the tail.
+    fn admits(&self, entry: &crate::entry::Entry) -> bool {
+        let scope = schema::scope_key(entry.scope.as_deref());
+        self.scopes.as_ref().is_none_or(|s| s.iter().any(|x| x == scope))
+            && self.kinds.as_ref().is_none_or(|k| k.contains(&entry.kind))
+            && self.session_id.as_ref().is_none_or(|s| entry.session_id.as_ref() == Some(s))
+            && self.since.is_none_or(|since| entry.timestamp >= since)
+            && self.until.is_none_or(|until| entry.timestamp < until)
     }
 }
 
@@ -124,13 +160,9 @@ fn search_tail(
             (t.as_str(), idf(df, num_docs))
         })
         .collect();
-    let scopes: Option<HashSet<&str>> =
-        req.scopes.as_ref().map(|s| s.iter().map(String::as_str).collect());
     tail.docs
         .values()
-        .filter(|doc| {
-            scopes.as_ref().is_none_or(|s| s.contains(schema::scope_key(doc.entry.scope.as_deref())))
-        })
+        .filter(|doc| req.admits(&doc.entry))
         .filter_map(|doc| {
             let relevance: f32 = idfs
                 .iter()

@@ -10,12 +10,16 @@ use super::call::awaitable;
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
 use crate::config::{Config, Recency, TokenizerSpec};
-use crate::engine::{Engine as Core, Query};
-use crate::entry::{Micros, NewEntry};
+use crate::engine::{Engine as Core, ListFilter, Patch, Query};
+use crate::entry::{Entry, Micros, NewEntry};
 use crate::error::Error;
 
-/// One item for `save_many`: (content, kind, scope, session_id, metadata_json, timestamp_us).
-type Item = (String, String, Option<String>, Option<String>, Option<String>, Option<Micros>);
+/// One item for `save_many`:
+/// (content, kind, scope, session_id, metadata_json, timestamp_us, dedupe).
+type Item = (String, String, Option<String>, Option<String>, Option<String>, Option<Micros>, bool);
+
+/// A `list`/`count` filter: (scope given?, scope, kind, session_id, since, until).
+type Filter = (bool, Option<String>, Option<String>, Option<String>, Option<Micros>, Option<Micros>);
 
 #[pyclass(frozen, module = "contextforge._core")]
 pub struct Engine {
@@ -26,6 +30,14 @@ impl Engine {
     fn core(&self) -> PyResult<Arc<Core>> {
         self.core.read().clone().ok_or_else(|| ClosedError::new_err(Error::Closed.to_string()))
     }
+}
+
+fn hits(entries: Vec<Option<Entry>>) -> Vec<Option<Hit>> {
+    entries.into_iter().map(|e| e.map(Hit::from)).collect()
+}
+
+fn list_filter((has_scope, scope, kind, session_id, since, until): Filter) -> ListFilter {
+    ListFilter { scope: has_scope.then_some(scope), kind, session_id, since, until }
 }
 
 #[pymethods]
@@ -62,24 +74,25 @@ impl Engine {
         })
     }
 
-    /// Saves entries in one transaction and returns their ids.
     fn save_many<'py>(&self, py: Python<'py>, items: Vec<Item>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         let entries: Vec<NewEntry> = items
             .into_iter()
-            .map(|(content, kind, scope, session_id, metadata, timestamp)| NewEntry {
+            .map(|(content, kind, scope, session_id, metadata, timestamp, dedupe)| NewEntry {
                 content,
                 kind,
                 scope,
                 session_id,
                 metadata,
                 timestamp,
+                dedupe,
             })
             .collect();
         awaitable(py, move || core.save_many(entries))
     }
 
-    #[pyo3(signature = (text, scopes, budget, *, now=None, depth=None))]
+    #[pyo3(signature = (text, scopes, budget, *, now=None, depth=None, kinds=None, session_id=None, since=None, until=None))]
+    #[allow(clippy::too_many_arguments)]
     fn query<'py>(
         &self,
         py: Python<'py>,
@@ -88,17 +101,81 @@ impl Engine {
         budget: u64,
         now: Option<Micros>,
         depth: Option<usize>,
+        kinds: Option<Vec<String>>,
+        session_id: Option<String>,
+        since: Option<Micros>,
+        until: Option<Micros>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        let query = Query { text, scopes, budget, now, depth };
-        awaitable(py, move || {
-            Ok(core.query(&query)?.into_iter().map(Hit::from).collect::<Vec<_>>())
-        })
+        let query = Query { text, scopes, budget, now, depth, kinds, session_id, since, until };
+        awaitable(py, move || Ok(core.query(&query)?.into_iter().map(Hit::from).collect::<Vec<_>>()))
     }
 
-    fn count<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn get_many<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        awaitable(py, move || core.count())
+        awaitable(py, move || Ok(hits(core.get_many(&ids)?)))
+    }
+
+    /// `metadata`/`scope` take (given?, value) so that `None` can mean "remove".
+    #[pyo3(signature = (id, *, content, kind, metadata, scope))]
+    fn update<'py>(
+        &self,
+        py: Python<'py>,
+        id: i64,
+        content: Option<String>,
+        kind: Option<String>,
+        metadata: (bool, Option<String>),
+        scope: (bool, Option<String>),
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        let patch = Patch {
+            content,
+            kind,
+            metadata: metadata.0.then_some(metadata.1),
+            scope: scope.0.then_some(scope.1),
+        };
+        awaitable(py, move || Ok(Hit::from(core.update(id, patch)?)))
+    }
+
+    fn delete_many<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || core.delete_many(&ids))
+    }
+
+    fn clear_scope<'py>(&self, py: Python<'py>, scope: String) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || core.clear_scope(&scope))
+    }
+
+    fn clear_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || core.clear_all())
+    }
+
+    fn count<'py>(&self, py: Python<'py>, filter: Filter) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || core.count(&list_filter(filter)))
+    }
+
+    fn scopes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || core.scopes())
+    }
+
+    /// One page, newest first, after the (timestamp_us, id) cursor.
+    fn list_page<'py>(
+        &self,
+        py: Python<'py>,
+        filter: Filter,
+        after: Option<(Micros, i64)>,
+        limit: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || {
+            let page = core.list(&list_filter(filter), after, limit)?;
+            let cursor = page.last().map(|e| (e.timestamp, e.id));
+            Ok((page.into_iter().map(Hit::from).collect::<Vec<_>>(), cursor))
+        })
     }
 
     fn flush<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

@@ -20,6 +20,12 @@ impl From<EngineHit> for Hit {
     }
 }
 
+impl From<Entry> for Hit {
+    fn from(entry: Entry) -> Self {
+        Self { entry, score: 0.0 }
+    }
+}
+
 #[pymethods]
 impl Hit {
     #[getter]

@@ -15,14 +15,16 @@ mod _core {
     use super::engine::default_config;
     #[pymodule_export]
     use super::hit::Hit;
+    #[pymodule_export]
+    use super::call::_shutdown;
 
     use pyo3::prelude::*;
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
-        // Async methods run on the crate's one runtime, not a second one.
-        let _ = pyo3_async_runtimes::tokio::init_with_runtime(crate::runtime::runtime());
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        let shutdown = m.getattr("_shutdown")?;
+        m.py().import("atexit")?.call_method1("register", (shutdown,))?;
         Ok(())
     }
 }

@@ -3,6 +3,11 @@
 //! `PRAGMA user_version` holds the number of migrations applied. Each step runs in
 //! its own transaction; a store written by a newer version is refused, not guessed at.
 
+use libsql::Connection;
+
+use crate::error::{Error, Result};
+use crate::runtime::block_on;
+
 /// Migration `i` takes the schema from version `i` to `i + 1`. Append only.
 pub const MIGRATIONS: &[&str] = &[
     // 1: entries, and the ordered change log that every search index follows.
@@ -20,9 +25,13 @@ pub const MIGRATIONS: &[&str] = &[
         metadata   TEXT,
         ts         INTEGER NOT NULL,
         tokens     INTEGER NOT NULL,
-        created_at INTEGER NOT NULL
+        created_at INTEGER NOT NULL,
+        -- A stable hash of the normalised content, for duplicate detection.
+        content_key INTEGER NOT NULL
     );
     CREATE INDEX entries_scope_ts ON entries (scope, ts);
+    CREATE INDEX entries_ts ON entries (ts, id);
+    CREATE INDEX entries_dedup ON entries (content_key, scope);
     CREATE TABLE changes (
         seq      INTEGER PRIMARY KEY AUTOINCREMENT,
         entry_id INTEGER NOT NULL,
@@ -37,3 +46,34 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 pub const OP_INSERT: i64 = 1;
 pub const OP_UPDATE: i64 = 2;
 pub const OP_DELETE: i64 = 3;
+
+pub fn migrate(conn: &Connection) -> Result<()> {
+    block_on(async {
+        let version = user_version(conn).await?;
+        if version > SCHEMA_VERSION {
+            return Err(Error::Incompatible(format!(
+                "the database has schema version {version}, newer than this library's {SCHEMA_VERSION}; upgrade contextforge"
+            )));
+        }
+        for (i, step) in (0_i64..).zip(MIGRATIONS).skip(usize::try_from(version).unwrap_or(0)) {
+            let tx = conn.transaction_with_behavior(libsql::TransactionBehavior::Immediate).await?;
+            // Another process may have migrated while we waited for the lock.
+            if user_version(&tx).await? > i {
+                tx.rollback().await?;
+                continue;
+            }
+            tx.execute_batch(step).await?;
+            tx.execute_batch(&format!("PRAGMA user_version = {}", i + 1)).await?;
+            tx.commit().await?;
+        }
+        Ok(())
+    })
+}
+
+async fn user_version(conn: &Connection) -> Result<i64> {
+    let mut rows = conn.query("PRAGMA user_version", ()).await?;
+    match rows.next().await? {
+        Some(row) => Ok(row.get(0)?),
+        None => Ok(0),
+    }
+}

@@ -1,0 +1,104 @@
+//! The engine: validates, writes to the store, keeps the index in step, ranks
+//! and packs. Everything here is synchronous and may block; the bindings run it
+//! off the event loop.
+
+mod read;
+mod write;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::index::{Flusher, SearchIndex};
+use crate::store::{Change, Store};
+use crate::tokens::TokenCounter;
+
+pub use read::Query;
+pub use write::Patch;
+
+pub use crate::store::ListFilter;
+
+pub struct Engine {
+    config: Config,
+    store: Store,
+    index: Arc<SearchIndex>,
+    flusher: Flusher,
+    tokens: TokenCounter,
+    closed: AtomicBool,
+}
+
+impl Engine {
+    pub fn open(config: Config) -> Result<Self> {
+        config.validate()?;
+        let tokens = TokenCounter::load(&config.tokenizer)?;
+        let store = Store::open(&config)?;
+        let index = Arc::new(SearchIndex::open(config.resolved_index_dir().as_deref(), &store)?);
+        let flusher =
+            Flusher::start(Arc::clone(&index), Duration::from_millis(config.flush_ms.max(1)))?;
+        Ok(Self { config, store, index, flusher, tokens, closed: AtomicBool::new(false) })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Commits pending index changes now (they are durable in the database
+    /// already; this only saves the next open some work).
+    pub fn flush(&self) -> Result<()> {
+        self.check_open()?;
+        self.index.flush()
+    }
+
+    /// Flushes the index and releases files and threads. Later calls fail with
+    /// `Error::Closed`; closing twice is harmless.
+    pub fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.flusher.stop();
+        self.index.close()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.is_closed() {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Makes this process's own writes searchable before the call returns.
+    fn publish(&self, changes: Vec<Change>) -> Result<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        self.index.apply_local(&self.store, changes)?;
+        if self.index.pending() >= self.config.flush_entries {
+            self.flusher.nudge();
+        }
+        Ok(())
+    }
+
+    /// Brings the index up to date with writes from other processes.
+    fn follow(&self) -> Result<()> {
+        if self.config.is_memory() {
+            Ok(())
+        } else {
+            self.index.sync(&self.store)
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Err(err) = self.close() {
+            log::error!("closing the store failed: {err}");
+        }
+    }
+}

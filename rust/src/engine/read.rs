@@ -1,0 +1,150 @@
+//! query, get, list, count and scopes.
+
+use std::collections::HashMap;
+
+use super::Engine;
+use crate::entry::{validate_label, validate_timestamp, Entry, Hit, Micros};
+use crate::error::{Error, Result};
+use crate::index::schema::scope_key;
+use crate::index::SearchRequest;
+use crate::pack::pack;
+use crate::store::{now_micros, ListFilter};
+
+const MICROS_PER_DAY: f64 = 86_400_000_000.0;
+const MAX_DEPTH: usize = 10_000;
+
+/// What a query asks for. Every filter is applied inside the index, so a
+/// filtered query returns what the same query would on a store holding only the
+/// matching entries.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    pub text: String,
+    /// `None` searches every scope; otherwise the listed scopes, where `None`
+    /// in the list stands for global entries.
+    pub scopes: Option<Vec<Option<String>>>,
+    pub budget: u64,
+    /// The clock for recency; defaults to now.
+    pub now: Option<Micros>,
+    /// Ranked candidates to consider before packing; defaults to the config's.
+    pub depth: Option<usize>,
+    pub kinds: Option<Vec<String>>,
+    pub session_id: Option<String>,
+    /// Entries at or after this time.
+    pub since: Option<Micros>,
+    /// Entries strictly before this time.
+    pub until: Option<Micros>,
+}
+
+impl Query {
+    pub fn new(text: impl Into<String>, budget: u64) -> Self {
+        Self { text: text.into(), budget, ..Self::default() }
+    }
+
+    pub fn in_scope(mut self, scope: impl Into<String>) -> Self {
+        self.scopes = Some(vec![Some(scope.into())]);
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.budget == 0 {
+            return Err(Error::invalid("budget must be a positive number of tokens"));
+        }
+        for (name, ts) in [("now", self.now), ("since", self.since), ("until", self.until)] {
+            if let Some(ts) = ts {
+                validate_timestamp(name, ts)?;
+            }
+        }
+        if self.depth.is_some_and(|d| d == 0 || d > MAX_DEPTH) {
+            return Err(Error::invalid(format!("depth must be between 1 and {MAX_DEPTH}")));
+        }
+        for scope in self.scopes.iter().flatten().flatten() {
+            validate_label("scope", scope)?;
+        }
+        for kind in self.kinds.iter().flatten() {
+            validate_label("kind", kind)?;
+        }
+        if let Some(session) = &self.session_id {
+            validate_label("session_id", session)?;
+        }
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// Ranks entries for `query` and packs the best into its token budget.
+    pub fn query(&self, query: &Query) -> Result<Vec<Hit>> {
+        self.check_open()?;
+        query.validate()?;
+        self.follow()?;
+        let request = SearchRequest {
+            text: query.text.clone(),
+            scopes: query.scopes.as_ref().map(|scopes| {
+                scopes.iter().map(|s| scope_key(s.as_deref()).to_owned()).collect()
+            }),
+            kinds: query.kinds.clone(),
+            session_id: query.session_id.clone(),
+            since: query.since,
+            until: query.until,
+            depth: query.depth.unwrap_or(self.config.depth),
+            now: query.now.unwrap_or_else(now_micros),
+            recency_weight: self.config.recency.weight,
+            half_life_us: f64::from(self.config.recency.half_life_days) * MICROS_PER_DAY,
+        };
+        let packed = pack(&self.index.search(&request)?, query.budget);
+        let ids: Vec<i64> = packed.iter().map(|c| c.id).collect();
+        let scores: HashMap<i64, f32> = packed.iter().map(|c| (c.id, c.score)).collect();
+        // An entry deleted by another process since the index last looked is skipped.
+        Ok(self
+            .store
+            .fetch(&ids)?
+            .into_iter()
+            .flatten()
+            .map(|entry| {
+                let score = scores.get(&entry.id).copied().unwrap_or(0.0);
+                Hit { entry, score }
+            })
+            .collect())
+    }
+
+    /// Entries by id, in the order asked; `None` for ids that do not exist.
+    pub fn get_many(&self, ids: &[i64]) -> Result<Vec<Option<Entry>>> {
+        self.check_open()?;
+        self.store.fetch(ids)
+    }
+
+    /// One page of entries, newest first, after the `(timestamp, id)` cursor.
+    pub fn list(
+        &self,
+        filter: &ListFilter,
+        after: Option<(Micros, i64)>,
+        limit: usize,
+    ) -> Result<Vec<Entry>> {
+        self.check_open()?;
+        validate_filter(filter)?;
+        self.store.list(filter, after, limit.clamp(1, MAX_DEPTH))
+    }
+
+    pub fn count(&self, filter: &ListFilter) -> Result<i64> {
+        self.check_open()?;
+        validate_filter(filter)?;
+        self.store.count(filter)
+    }
+
+    /// Every scope with its number of entries; `None` is the global scope.
+    pub fn scopes(&self) -> Result<Vec<(Option<String>, i64)>> {
+        self.check_open()?;
+        self.store.scopes()
+    }
+}
+
+fn validate_filter(filter: &ListFilter) -> Result<()> {
+    if let Some(Some(scope)) = &filter.scope {
+        validate_label("scope", scope)?;
+    }
+    for (name, ts) in [("since", filter.since), ("until", filter.until)] {
+        if let Some(ts) = ts {
+            validate_timestamp(name, ts)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,147 @@
+//! save, update, delete and clear.
+
+use super::Engine;
+use crate::entry::{validate_label, Entry, NewEntry};
+use crate::error::{Error, Result};
+use crate::normalize::{content_key, normalize};
+use crate::store::{now_micros, Change, ChangeOp, EntryPatch, PreparedEntry};
+
+/// Fields to change in `update`; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct Patch {
+    pub content: Option<String>,
+    pub kind: Option<String>,
+    /// `Some(None)` removes the metadata.
+    pub metadata: Option<Option<String>>,
+    /// `Some(None)` makes the entry global.
+    pub scope: Option<Option<String>>,
+}
+
+impl Engine {
+    pub fn save(&self, entry: NewEntry) -> Result<i64> {
+        let ids = self.save_many(vec![entry])?;
+        ids.first().copied().ok_or_else(|| Error::Internal("save returned no id".into()))
+    }
+
+    /// Saves entries in one transaction: all or none. When it returns, they are
+    /// durable and visible to the next query. An entry whose normalised content
+    /// already exists in its scope returns the existing id (unless `dedupe` is off).
+    pub fn save_many(&self, entries: Vec<NewEntry>) -> Result<Vec<i64>> {
+        self.check_open()?;
+        for (i, entry) in entries.iter().enumerate() {
+            entry.validate().map_err(|err| match err {
+                Error::InvalidInput(msg) if entries.len() > 1 => {
+                    Error::InvalidInput(format!("item {i}: {msg}"))
+                }
+                other => other,
+            })?;
+        }
+        let now = now_micros();
+        let prepared: Vec<PreparedEntry> = entries
+            .into_iter()
+            .map(|e| {
+                let dedup_key = e.dedupe.then(|| {
+                    let normalized = normalize(&e.content);
+                    (content_key(&normalized), normalized)
+                });
+                PreparedEntry {
+                    tokens: self.tokens.count(&e.content),
+                    timestamp: e.timestamp.unwrap_or(now),
+                    content: e.content,
+                    kind: e.kind,
+                    scope: e.scope,
+                    session_id: e.session_id,
+                    metadata: e.metadata,
+                    dedup_key,
+                }
+            })
+            .collect();
+        let written = self.store.insert(&prepared)?;
+        let changes = written
+            .iter()
+            .zip(prepared)
+            .filter_map(|(w, p)| {
+                let seq = w.seq?;
+                let entry = Entry {
+                    id: w.id,
+                    content: p.content,
+                    kind: p.kind,
+                    scope: p.scope,
+                    session_id: p.session_id,
+                    metadata: p.metadata,
+                    timestamp: p.timestamp,
+                    tokens: p.tokens,
+                };
+                Some(Change { seq, entry_id: w.id, op: ChangeOp::Insert, entry: Some(entry) })
+            })
+            .collect();
+        self.publish(changes)?;
+        Ok(written.into_iter().map(|w| w.id).collect())
+    }
+
+    /// Changes an entry; content is re-counted and re-indexed.
+    pub fn update(&self, id: i64, patch: Patch) -> Result<Entry> {
+        self.check_open()?;
+        if let Some(content) = &patch.content {
+            if content.trim().is_empty() {
+                return Err(Error::invalid("content must not be empty"));
+            }
+        }
+        if let Some(kind) = &patch.kind {
+            validate_label("kind", kind)?;
+        }
+        if let Some(Some(scope)) = &patch.scope {
+            validate_label("scope", scope)?;
+        }
+        if let Some(Some(metadata)) = &patch.metadata {
+            NewEntry { metadata: Some(metadata.clone()), ..NewEntry::new("x") }.validate()?;
+        }
+        let content = patch.content.map(|content| {
+            let tokens = self.tokens.count(&content);
+            let key = content_key(&normalize(&content));
+            (content, tokens, key)
+        });
+        let store_patch =
+            EntryPatch { content, kind: patch.kind, metadata: patch.metadata, scope: patch.scope };
+        let (entry, seq) = self.store.update(id, store_patch)?;
+        let change = Change { seq, entry_id: id, op: ChangeOp::Update, entry: Some(entry.clone()) };
+        self.publish(vec![change])?;
+        Ok(entry)
+    }
+
+    /// Deletes entries by id; returns for each whether it existed.
+    pub fn delete_many(&self, ids: &[i64]) -> Result<Vec<bool>> {
+        self.check_open()?;
+        let deleted = self.store.delete(ids)?;
+        let gone: std::collections::HashSet<i64> = deleted.iter().map(|&(id, _)| id).collect();
+        self.publish(deletions(deleted))?;
+        Ok(ids.iter().map(|id| gone.contains(id)).collect())
+    }
+
+    /// Deletes every entry of exactly `scope`; returns how many.
+    pub fn clear_scope(&self, scope: &str) -> Result<usize> {
+        self.check_open()?;
+        validate_label("scope", scope)?;
+        self.clear(Some(scope))
+    }
+
+    /// Deletes every entry of every scope; returns how many.
+    pub fn clear_all(&self) -> Result<usize> {
+        self.check_open()?;
+        self.clear(None)
+    }
+
+    fn clear(&self, scope: Option<&str>) -> Result<usize> {
+        let deleted = self.store.clear(scope)?;
+        let n = deleted.len();
+        self.publish(deletions(deleted))?;
+        Ok(n)
+    }
+}
+
+fn deletions(deleted: Vec<(i64, i64)>) -> Vec<Change> {
+    deleted
+        .into_iter()
+        .map(|(id, seq)| Change { seq, entry_id: id, op: ChangeOp::Delete, entry: None })
+        .collect()
+}

@@ -1,0 +1,174 @@
+//! Reads: lookups, the change log, counts and newest-first listing.
+
+use std::collections::HashMap;
+
+use libsql::Value;
+
+use super::rows::{self, opt_text, text, ENTRY_COLUMNS};
+use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
+use super::{invalid_op, Change, ChangeOp, Store};
+use crate::entry::{Entry, Micros};
+use crate::error::Result;
+use crate::runtime::block_on;
+
+/// Filters for `list` and `count`; every `None` matches everything.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// `Some(None)` selects global entries.
+    pub scope: Option<Option<String>>,
+    pub kind: Option<String>,
+    pub session_id: Option<String>,
+    pub since: Option<Micros>,
+    pub until: Option<Micros>,
+}
+
+impl ListFilter {
+    fn sql(&self) -> (String, Vec<Value>) {
+        let mut clauses = Vec::new();
+        let mut params = Vec::new();
+        if let Some(scope) = &self.scope {
+            params.push(opt_text(scope.as_deref()));
+            clauses.push(format!("scope IS ?{}", params.len()));
+        }
+        if let Some(kind) = &self.kind {
+            params.push(text(kind));
+            clauses.push(format!("kind = ?{}", params.len()));
+        }
+        if let Some(session) = &self.session_id {
+            params.push(text(session));
+            clauses.push(format!("session_id = ?{}", params.len()));
+        }
+        if let Some(since) = self.since {
+            params.push(Value::Integer(since));
+            clauses.push(format!("ts >= ?{}", params.len()));
+        }
+        if let Some(until) = self.until {
+            params.push(Value::Integer(until));
+            clauses.push(format!("ts < ?{}", params.len()));
+        }
+        let sql = if clauses.is_empty() { "1".to_owned() } else { clauses.join(" AND ") };
+        (sql, params)
+    }
+}
+
+impl Store {
+    /// Entries by id, in the order asked; `None` where an id does not exist.
+    pub fn fetch(&self, ids: &[i64]) -> Result<Vec<Option<Entry>>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders = vec!["?"; ids.len()].join(",");
+        let sql = format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN ({placeholders})");
+        let params: Vec<Value> = ids.iter().map(|&id| Value::Integer(id)).collect();
+        let mut found: HashMap<i64, Entry> = self.with_reader(|conn| {
+            block_on(async {
+                let mut rows = conn.query(&sql, params).await?;
+                let mut found = HashMap::with_capacity(ids.len());
+                while let Some(row) = rows.next().await? {
+                    let entry = rows::entry(&row, 0)?;
+                    found.insert(entry.id, entry);
+                }
+                Ok(found)
+            })
+        })?;
+        Ok(ids.iter().map(|id| found.remove(id)).collect())
+    }
+
+    /// The newest change number, or 0 for an empty log.
+    pub fn head(&self) -> Result<i64> {
+        self.scalar("SELECT COALESCE(MAX(seq), 0) FROM changes", vec![])
+    }
+
+    pub fn count(&self, filter: &ListFilter) -> Result<i64> {
+        let (clause, params) = filter.sql();
+        self.scalar(&format!("SELECT COUNT(*) FROM entries WHERE {clause}"), params)
+    }
+
+    /// Every scope with its number of entries; `None` is the global scope.
+    pub fn scopes(&self) -> Result<Vec<(Option<String>, i64)>> {
+        self.with_reader(|conn| {
+            block_on(async {
+                let mut rows = conn
+                    .query("SELECT scope, COUNT(*) FROM entries GROUP BY scope ORDER BY scope", ())
+                    .await?;
+                let mut out = Vec::new();
+                while let Some(row) = rows.next().await? {
+                    out.push((row.get(0)?, row.get(1)?));
+                }
+                Ok(out)
+            })
+        })
+    }
+
+    /// One page of entries matching `filter`, newest first, strictly after the
+    /// `(timestamp, id)` cursor when one is given.
+    pub fn list(
+        &self,
+        filter: &ListFilter,
+        after: Option<(Micros, i64)>,
+        limit: usize,
+    ) -> Result<Vec<Entry>> {
+        let (mut clause, mut params) = filter.sql();
+        if let Some((ts, id)) = after {
+            params.push(Value::Integer(ts));
+            params.push(Value::Integer(id));
+            let (a, b) = (params.len() - 1, params.len());
+            clause = format!("{clause} AND (ts < ?{a} OR (ts = ?{a} AND id < ?{b}))");
+        }
+        let sql = format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries WHERE {clause} ORDER BY ts DESC, id DESC LIMIT {limit}"
+        );
+        self.with_reader(|conn| {
+            block_on(async {
+                let mut rows = conn.query(&sql, params).await?;
+                let mut out = Vec::new();
+                while let Some(row) = rows.next().await? {
+                    out.push(rows::entry(&row, 0)?);
+                }
+                Ok(out)
+            })
+        })
+    }
+
+    /// Up to `limit` changes after `after`, oldest first, each with the entry's
+    /// current state.
+    pub fn changes_since(&self, after: i64, limit: usize) -> Result<Vec<Change>> {
+        let sql = format!(
+            "SELECT c.seq, c.entry_id, c.op, e.id, e.content, e.kind, e.scope, e.session_id, \
+             e.metadata, e.ts, e.tokens \
+             FROM changes c LEFT JOIN entries e ON e.id = c.entry_id \
+             WHERE c.seq > ?1 ORDER BY c.seq LIMIT {limit}"
+        );
+        self.with_reader(|conn| {
+            block_on(async {
+                let mut rows = conn.query(&sql, [after]).await?;
+                let mut out = Vec::new();
+                while let Some(row) = rows.next().await? {
+                    let op = match row.get::<i64>(2)? {
+                        OP_INSERT => ChangeOp::Insert,
+                        OP_UPDATE => ChangeOp::Update,
+                        OP_DELETE => ChangeOp::Delete,
+                        other => return Err(invalid_op(other)),
+                    };
+                    let present = row.get::<Option<i64>>(3)?.is_some();
+                    let entry =
+                        if op != ChangeOp::Delete && present { Some(rows::entry(&row, 3)?) } else { None };
+                    out.push(Change { seq: row.get(0)?, entry_id: row.get(1)?, op, entry });
+                }
+                Ok(out)
+            })
+        })
+    }
+
+    fn scalar(&self, sql: &str, params: Vec<Value>) -> Result<i64> {
+        self.with_reader(|conn| {
+            block_on(async {
+                let mut rows = conn.query(sql, params).await?;
+                match rows.next().await? {
+                    Some(row) => Ok(row.get::<Option<i64>>(0)?.unwrap_or(0)),
+                    None => Ok(0),
+                }
+            })
+        })
+    }
+}

@@ -1,0 +1,190 @@
+//! Writes. Each runs in one IMMEDIATE transaction (so concurrent processes queue
+//! on the busy timeout instead of failing to upgrade a read lock) and logs one
+//! change per entry it touches.
+
+use libsql::{Connection, TransactionBehavior, Value};
+
+use super::rows::{self, opt_text, text, ENTRY_COLUMNS};
+use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
+use super::{now_micros, PreparedEntry, Store};
+use crate::entry::Entry;
+use crate::error::{Error, Result};
+use crate::runtime::block_on;
+
+/// The outcome of saving one entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    pub id: i64,
+    /// The change that created it, or `None` when an identical entry already
+    /// existed in the scope and its id was returned instead.
+    pub seq: Option<i64>,
+}
+
+/// Fields to change; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct EntryPatch {
+    /// New content with its token count and duplicate key.
+    pub content: Option<(String, u32, i64)>,
+    pub kind: Option<String>,
+    /// `Some(None)` removes the metadata.
+    pub metadata: Option<Option<String>>,
+    /// `Some(None)` makes the entry global.
+    pub scope: Option<Option<String>>,
+}
+
+impl Store {
+    pub fn insert(&self, entries: &[PreparedEntry]) -> Result<Vec<Written>> {
+        self.with_writer(|conn| block_on(async {
+            let tx = begin(conn).await?;
+            let now = now_micros();
+            let mut out = Vec::with_capacity(entries.len());
+            for e in entries {
+                if let Some((key, normalized)) = &e.dedup_key {
+                    if let Some(id) = find_duplicate(&tx, *key, normalized, e.scope.as_deref()).await? {
+                        out.push(Written { id, seq: None });
+                        continue;
+                    }
+                }
+                tx.execute(
+                    "INSERT INTO entries (content, kind, scope, session_id, metadata, ts, tokens, \
+                     created_at, content_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    vec![
+                        text(&e.content),
+                        text(&e.kind),
+                        opt_text(e.scope.as_deref()),
+                        opt_text(e.session_id.as_deref()),
+                        opt_text(e.metadata.as_deref()),
+                        Value::Integer(e.timestamp),
+                        Value::Integer(i64::from(e.tokens)),
+                        Value::Integer(now),
+                        Value::Integer(e.dedup_key.as_ref().map_or_else(
+                            || crate::normalize::content_key(&crate::normalize::normalize(&e.content)),
+                            |(key, _)| *key,
+                        )),
+                    ],
+                )
+                .await?;
+                let id = tx.last_insert_rowid();
+                let seq = log_change(&tx, id, OP_INSERT).await?;
+                out.push(Written { id, seq: Some(seq) });
+            }
+            tx.commit().await?;
+            Ok(out)
+        }))
+    }
+
+    /// Applies `patch` to entry `id`; returns the new entry and its change number.
+    pub fn update(&self, id: i64, patch: EntryPatch) -> Result<(Entry, i64)> {
+        self.with_writer(|conn| block_on(async {
+            let tx = begin(conn).await?;
+            let sql = format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?1");
+            let mut found = tx.query(&sql, [id]).await?;
+            let row = found.next().await?.ok_or(Error::NotFound(id))?;
+            let mut entry = rows::entry(&row, 0)?;
+            drop(found);
+            let mut key = None;
+            if let Some((content, tokens, content_key)) = patch.content {
+                entry.content = content;
+                entry.tokens = tokens;
+                key = Some(content_key);
+            }
+            if let Some(kind) = patch.kind {
+                entry.kind = kind;
+            }
+            if let Some(metadata) = patch.metadata {
+                entry.metadata = metadata;
+            }
+            if let Some(scope) = patch.scope {
+                entry.scope = scope;
+            }
+            tx.execute(
+                "UPDATE entries SET content = ?2, kind = ?3, scope = ?4, metadata = ?5, tokens = ?6, \
+                 content_key = COALESCE(?7, content_key) WHERE id = ?1",
+                vec![
+                    Value::Integer(id),
+                    text(&entry.content),
+                    text(&entry.kind),
+                    opt_text(entry.scope.as_deref()),
+                    opt_text(entry.metadata.as_deref()),
+                    Value::Integer(i64::from(entry.tokens)),
+                    key.map_or(Value::Null, Value::Integer),
+                ],
+            )
+            .await?;
+            let seq = log_change(&tx, id, OP_UPDATE).await?;
+            tx.commit().await?;
+            Ok((entry, seq))
+        }))
+    }
+
+    /// Deletes the entries that exist; returns `(id, seq)` for each one deleted.
+    pub fn delete(&self, ids: &[i64]) -> Result<Vec<(i64, i64)>> {
+        self.with_writer(|conn| block_on(async {
+            let tx = begin(conn).await?;
+            let mut out = Vec::new();
+            for &id in ids {
+                if tx.execute("DELETE FROM entries WHERE id = ?1", [id]).await? > 0 {
+                    out.push((id, log_change(&tx, id, OP_DELETE).await?));
+                }
+            }
+            tx.commit().await?;
+            Ok(out)
+        }))
+    }
+
+    /// Deletes every entry of `scope`, or every entry at all for `None`.
+    pub fn clear(&self, scope: Option<&str>) -> Result<Vec<(i64, i64)>> {
+        let (select, params) = match scope {
+            Some(scope) => ("SELECT id FROM entries WHERE scope = ?1", vec![text(scope)]),
+            None => ("SELECT id FROM entries", vec![]),
+        };
+        self.with_writer(|conn| block_on(async {
+            let tx = begin(conn).await?;
+            let mut found = tx.query(select, params).await?;
+            let mut ids: Vec<i64> = Vec::new();
+            while let Some(row) = found.next().await? {
+                ids.push(row.get(0)?);
+            }
+            drop(found);
+            let mut out = Vec::with_capacity(ids.len());
+            for id in ids {
+                tx.execute("DELETE FROM entries WHERE id = ?1", [id]).await?;
+                out.push((id, log_change(&tx, id, OP_DELETE).await?));
+            }
+            tx.commit().await?;
+            Ok(out)
+        }))
+    }
+}
+
+/// Starts an IMMEDIATE transaction; dropping it without `commit` rolls back.
+async fn begin(conn: &Connection) -> Result<libsql::Transaction> {
+    Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate).await?)
+}
+
+async fn log_change(conn: &Connection, entry_id: i64, op: i64) -> Result<i64> {
+    conn.execute("INSERT INTO changes (entry_id, op) VALUES (?1, ?2)", [entry_id, op]).await?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// The id of an entry in `scope` whose normalised content equals `normalized`.
+async fn find_duplicate(
+    conn: &Connection,
+    key: i64,
+    normalized: &str,
+    scope: Option<&str>,
+) -> Result<Option<i64>> {
+    let mut found = conn
+        .query(
+            "SELECT id, content FROM entries WHERE content_key = ?1 AND scope IS ?2",
+            vec![Value::Integer(key), opt_text(scope)],
+        )
+        .await?;
+    while let Some(row) = found.next().await? {
+        let content: String = row.get(1)?;
+        if crate::normalize::normalize(&content) == normalized {
+            return Ok(Some(row.get(0)?));
+        }
+    }
+    Ok(None)
+}

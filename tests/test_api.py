@@ -1,0 +1,187 @@
+"""The memory API beyond save and query: read, update, delete, list, filters."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextforge import ContextForge, InvalidInputError, NotFound
+
+NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
+
+
+async def test_get_and_get_many_keep_order(mem: ContextForge) -> None:
+    a = await mem.save("first", metadata={"k": 1})
+    b = await mem.save("second")
+    got = await mem.get_many([b, 999, a])
+    assert [h.id if h else None for h in got] == [b, None, a]
+    hit = await mem.get(a)
+    assert hit is not None and hit.metadata == {"k": 1}
+    assert await mem.get(12345) is None
+
+
+async def test_update_reindexes_and_keeps_what_is_not_given(cf: ContextForge) -> None:
+    entry_id = await cf.save("the cache uses redis", scope="s", metadata={"v": 1})
+    updated = await cf.update(entry_id, content="the cache uses memcached")
+    assert updated.content == "the cache uses memcached"
+    assert updated.scope == "s" and updated.metadata == {"v": 1}
+    assert await cf.query("redis", "s") == []
+    assert [h.id for h in await cf.query("memcached", "s")] == [entry_id]
+    moved = await cf.update(entry_id, scope="t", metadata=None, kind="fact")
+    assert (moved.scope, moved.kind, moved.metadata) == ("t", "fact", {})
+    assert await cf.query("memcached", "s") == []
+    assert [h.id for h in await cf.query("memcached", "t")] == [entry_id]
+    with pytest.raises(NotFound) as info:
+        await cf.update(999, content="x")
+    assert isinstance(info.value, KeyError)
+    with pytest.raises(InvalidInputError):
+        await cf.update(entry_id, content="   ")
+
+
+async def test_delete_is_invisible_to_the_next_query_and_after_restart(db_path: str) -> None:
+    async with await ContextForge.open(db_path) as cf:
+        keep = await cf.save("rotate keys monthly", scope="s")
+        gone = await cf.save("rotate keys weekly", scope="s")
+        await cf.flush()
+        assert await cf.delete(gone) is True
+        assert await cf.delete(gone) is False
+        assert [h.id for h in await cf.query("rotate keys", "s")] == [keep]
+        assert await cf.delete_many([keep, 77]) == [True, False]
+        assert await cf.query("rotate", "s") == []
+    async with await ContextForge.open(db_path) as cf:
+        assert await cf.query("rotate", "s") == []
+        assert await cf.count() == 0
+
+
+async def test_clear_scope_is_exact_and_clear_all_needs_confirmation(mem: ContextForge) -> None:
+    await mem.save("a note", scope="user:1")
+    await mem.save("a note", scope="user:10")
+    await mem.save("a note", scope="user:1:thread")
+    await mem.save("a global note")
+    assert await mem.clear_scope("user:1") == 1
+    assert await mem.scopes() == {None: 1, "user:10": 1, "user:1:thread": 1}
+    with pytest.raises(InvalidInputError):
+        await mem.clear_scope("")
+    with pytest.raises(TypeError):
+        await mem.clear_scope(None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
+        await mem.clear_all(confirm=False)
+    assert await mem.count() == 3
+    assert await mem.clear_all(confirm=True) == 3
+    assert await mem.count() == 0
+
+
+async def test_count_and_scopes(mem: ContextForge) -> None:
+    for i in range(3):
+        await mem.save(f"a{i}", scope="a")
+    await mem.save("g")
+    assert await mem.count() == 4
+    assert await mem.count("a") == 3
+    assert await mem.count(None) == 1
+    assert await mem.count("zzz") == 0
+    assert await mem.scopes() == {"a": 3, None: 1}
+
+
+async def test_duplicates_return_the_existing_id(mem: ContextForge) -> None:
+    first = await mem.save("Deploy  failed\n", scope="s")
+    assert await mem.save(" Deploy failed", scope="s") == first
+    assert await mem.save("Deploy failed", scope="other") != first
+    assert await mem.save("Deploy failed", scope="s", dedupe=False) != first
+    assert await mem.save_many([{"content": "x y"}, {"content": "x  y"}]) == [first + 3] * 2
+
+
+async def test_list_pages_newest_first_with_filters(mem: ContextForge) -> None:
+    ids = await mem.save_many(
+        [
+            {
+                "content": f"entry {i}",
+                "scope": "s" if i % 2 else None,
+                "kind": "fact" if i % 3 == 0 else "note",
+                "timestamp": NOW + timedelta(minutes=i),
+            }
+            for i in range(30)
+        ]
+    )
+    listed = [h.id async for h in mem.list(page_size=7)]
+    assert listed == ids[::-1]
+    scoped = [h.id async for h in mem.list(scope="s", kind="fact", page_size=2)]
+    assert scoped == [ids[i] for i in reversed(range(30)) if i % 2 and i % 3 == 0]
+    glob = [h.id async for h in mem.list(scope=None, since=NOW + timedelta(minutes=20))]
+    assert glob == [ids[i] for i in reversed(range(20, 30)) if i % 2 == 0]
+
+
+async def test_query_filters(mem: ContextForge) -> None:
+    a = await mem.save("shared words", kind="fact", session_id="x", timestamp=NOW)
+    b = await mem.save(
+        "shared words", kind="note", session_id="y", timestamp=NOW - timedelta(days=3), dedupe=False
+    )
+    assert [h.id for h in await mem.query("shared", kinds=["fact"])] == [a]
+    assert [h.id for h in await mem.query("shared", session_id="y")] == [b]
+    assert [h.id for h in await mem.query("shared", until=NOW - timedelta(days=1))] == [b]
+    assert [h.id for h in await mem.query("shared", since=NOW)] == [a]
+
+
+ITEMS = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b", None]),
+        st.sampled_from(["fact", "note"]),
+        st.lists(st.sampled_from(["red", "green", "blue", "teal"]), min_size=1, max_size=3),
+        st.integers(0, 10),
+    ),
+    min_size=1,
+    max_size=20,
+)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=ITEMS, scope=st.sampled_from(["a", "b"]), kind=st.sampled_from(["fact", "note"]))
+async def test_a_filtered_query_equals_the_query_on_a_filtered_store(
+    items: list[tuple[str | None, str, list[str], int]], scope: str, kind: str
+) -> None:
+    def to_save(it: tuple[str | None, str, list[str], int]) -> dict[str, object]:
+        s, k, words, day = it
+        return {
+            "content": " ".join(words),
+            "scope": s,
+            "kind": k,
+            "timestamp": NOW - timedelta(days=day),
+            "dedupe": False,
+        }
+
+    async with await ContextForge.open() as full, await ContextForge.open() as filtered:
+        await full.save_many([to_save(it) for it in items])
+        matching = [it for it in items if it[0] == scope and it[1] == kind]
+        if matching:
+            await filtered.save_many([to_save(it) for it in matching])
+        a = await full.query("red blue teal", scope, 10**6, now=NOW, kinds=[kind])
+        b = await filtered.query("red blue teal", scope, 10**6, now=NOW)
+        # The same hits; their order may differ because BM25's term statistics
+        # come from the whole store.
+        assert sorted((h.content, h.timestamp) for h in a) == sorted(
+            (h.content, h.timestamp) for h in b
+        )
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=ITEMS, victim=st.sampled_from(["a", "b"]))
+async def test_deleting_in_one_scope_never_touches_another(
+    items: list[tuple[str | None, str, list[str], int]], victim: str
+) -> None:
+    async with await ContextForge.open() as cf:
+        ids = await cf.save_many(
+            [{"content": " ".join(w), "scope": s, "dedupe": False} for s, _, w, _ in items]
+        )
+        before = {s: await cf.count(s) for s in ("a", "b", None)}
+        victims = [i for i, it in zip(ids, items) if it[0] == victim]
+        await cf.delete_many(victims)
+        await cf.clear_scope(victim)
+        after = {s: await cf.count(s) for s in ("a", "b", None)}
+        assert after[victim] == 0
+        assert {s: n for s, n in after.items() if s != victim} == {
+            s: n for s, n in before.items() if s != victim
+        }
+        survivors = {h.id for h in await cf.query("red green blue teal", None, 10**6)}
+        assert not survivors & set(victims)
