@@ -280,3 +280,31 @@ fn list_pages_newest_first() {
     expected.reverse();
     assert_eq!(seen, expected);
 }
+
+#[test]
+fn large_batches_commit_straight_to_the_index_with_the_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = file_config(&dir);
+    config.flush_ms = 3_600_000;
+    let engine = Engine::open(config.clone()).unwrap();
+    let early = engine.save(NewEntry::new("bulk early entry").scope("b")).unwrap();
+    let stale = engine.save(NewEntry::new("bulk stale entry").scope("b")).unwrap();
+    engine.delete_many(&[stale]).unwrap();
+    let batch: Vec<NewEntry> =
+        (0..1500).map(|i| NewEntry::new(format!("bulk item {i}")).scope("b")).collect();
+    let ids = engine.save_many(batch).unwrap();
+    let mut q = Query::new("bulk", 10_000_000).in_scope("b");
+    q.depth = Some(10_000);
+    let found = |engine: &Engine| {
+        let mut got: Vec<i64> = engine.query(&q).unwrap().iter().map(|h| h.entry.id).collect();
+        got.sort_unstable();
+        got
+    };
+    let mut expected = ids.clone();
+    expected.push(early);
+    expected.sort_unstable();
+    assert_eq!(found(&engine), expected);
+    std::mem::drop(engine);
+    let engine = Engine::open(config).unwrap();
+    assert_eq!(found(&engine), expected);
+}

@@ -28,6 +28,8 @@ use tail::Tail;
 
 const WRITER_MEMORY: usize = 64 * 1024 * 1024;
 const CATCH_UP_BATCH: usize = 10_000;
+/// Batches at least this large skip the tail and go straight into one commit.
+const BULK_CHANGES: usize = 1_000;
 
 /// A consistent pair: the committed searcher and the tail of newer changes.
 struct View {
@@ -182,6 +184,9 @@ impl SearchIndex {
             Some(changes) if changes.last().is_some_and(|c| c.seq <= applied) => return Ok(()),
             _ => store.changes_since(applied, usize::MAX >> 1)?,
         };
+        if changes.len() >= BULK_CHANGES {
+            return self.commit_with(&changes);
+        }
         let mut analyzer = schema::analyzer();
         let prepared: Vec<(Change, Vec<String>)> = changes
             .into_iter()
@@ -209,6 +214,39 @@ impl SearchIndex {
     /// How many changes wait in the tail for a commit.
     pub fn pending(&self) -> usize {
         self.view.read().tail.len()
+    }
+
+    /// The bulk path: commits the tail together with `changes` in one index
+    /// commit instead of growing the tail. Callers hold `apply_lock`.
+    fn commit_with(&self, changes: &[Change]) -> Result<()> {
+        let Some(last) = changes.last().map(|c| c.seq) else { return Ok(()) };
+        let mut guard = self.writer.lock();
+        let writer = guard.as_mut().ok_or(Error::Closed)?;
+        {
+            let view = self.view.read();
+            for &id in view.tail.tombstones.keys() {
+                writer.delete_term(Term::from_field_i64(self.fields.id, id));
+            }
+            for doc in view.tail.docs.values() {
+                writer.add_document(schema::document(&self.fields, &doc.entry))?;
+            }
+        }
+        for change in changes.iter().filter(|c| c.seq > self.applied()) {
+            if change.op != ChangeOp::Insert {
+                writer.delete_term(Term::from_field_i64(self.fields.id, change.entry_id));
+            }
+            if let Some(entry) = &change.entry {
+                writer.add_document(schema::document(&self.fields, entry))?;
+            }
+        }
+        commit(writer, last)?;
+        self.reader.reload()?;
+        let searcher = self.reader.searcher();
+        let mut view = self.view.write();
+        view.searcher = searcher;
+        view.tail.trim(last);
+        self.applied.store(last, Ordering::Release);
+        Ok(())
     }
 
     /// Commits the tail to the index, then drops what the commit made durable.
