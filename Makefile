@@ -6,7 +6,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/contextforge/target
 # Never let a build try to download a Rust toolchain.
 export MATURIN_NO_INSTALL_RUST := 1
 
-.PHONY: help dev test test-rust test-python typecheck bench bench-smoke quickstart
+.PHONY: help dev release test test-rust test-python typecheck bench bench-smoke quickstart
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -35,6 +35,14 @@ quickstart: $(PY) ## Install the package (release build) and run the quickstart
 	$(PY) -m pip install .
 	$(PY) examples/quickstart.py
 
-bench: dev ## The side-by-side benchmark against the peers
+release: $(PY) ## Build the extension with the release profile into .venv
+	$(PY) -m pip install -q 'maturin>=1.14,<2'
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --extras test
+
+bench: release ## The side-by-side benchmark against the peers (release build)
 	$(PY) -m pip install -q -r benchmarks/requirements.txt
-	$(PY) benchmarks/run.py --sizes 10000,100000 --out benchmarks/results
+	$(PY) benchmarks/run.py --sizes 10000,100000 --build-harness --out benchmarks/results
+
+bench-smoke: dev ## A tiny run of the benchmark suite, as CI does (not a timing)
+	$(PY) -m pip install -q -r benchmarks/requirements.txt
+	$(PY) benchmarks/run.py --smoke --out benchmarks/results

@@ -16,8 +16,9 @@ import gc
 import os
 import resource
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from systems.base import Hit, System
 from workload import Entry, Query, Workload
@@ -73,8 +74,11 @@ def disk_bytes(path: Path) -> int:
 
 def latency_summary(prefix: str, seconds: Sequence[float]) -> dict[str, float]:
     ms = [s * 1000.0 for s in seconds]
-    return {f"{prefix}_p50_ms": percentile(ms, 50), f"{prefix}_p99_ms": percentile(ms, 99),
-            f"{prefix}_mean_ms": sum(ms) / max(1, len(ms))}
+    return {
+        f"{prefix}_p50_ms": percentile(ms, 50),
+        f"{prefix}_p99_ms": percentile(ms, 99),
+        f"{prefix}_mean_ms": sum(ms) / max(1, len(ms)),
+    }
 
 
 async def _ask(system: System, query: Query, workload: Workload) -> list[Hit]:
@@ -102,8 +106,9 @@ async def _concurrent(system: System, queries: Sequence[Query], workload: Worklo
     return time.perf_counter() - start
 
 
-async def _saves(system: System, saves: Sequence[Entry], workload: Workload,
-                 save_seconds: float) -> dict[str, Any]:
+async def _saves(
+    system: System, saves: Sequence[Entry], workload: Workload, save_seconds: float
+) -> dict[str, Any]:
     latencies: list[float] = []
     visible = None
     started = time.perf_counter()
@@ -116,10 +121,16 @@ async def _saves(system: System, saves: Sequence[Entry], workload: Workload,
             visible = any(h.id == entry_id for h in hits)
         if time.perf_counter() - started > save_seconds:
             break
-    return {**latency_summary("save", latencies), "saves": len(latencies), "save_visible": bool(visible)}
+    return {
+        **latency_summary("save", latencies),
+        "saves": len(latencies),
+        "save_visible": bool(visible),
+    }
 
 
-async def load_phase(system: System, workload: Workload, store: Path, save_seconds: float) -> dict[str, Any]:
+async def load_phase(
+    system: System, workload: Workload, store: Path, save_seconds: float
+) -> dict[str, Any]:
     reset_peak()
     baseline = memory_kib()["VmRSS"]
     t = time.perf_counter()
@@ -180,5 +191,8 @@ async def cold_phase(system: System, workload: Workload, store: Path) -> dict[st
     await system.close()
     if not hits:
         raise RuntimeError("the first query after a cold open found nothing")
-    return {"cold_open_ms": opened * 1000.0, "cold_first_query_ms": queried * 1000.0,
-            "cold_total_ms": (opened + queried) * 1000.0}
+    return {
+        "cold_open_ms": opened * 1000.0,
+        "cold_first_query_ms": queried * 1000.0,
+        "cold_total_ms": (opened + queried) * 1000.0,
+    }

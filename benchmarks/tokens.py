@@ -13,10 +13,11 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import sys
 import tempfile
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 _REGISTRY_GLOB = "~/.cargo/registry/src/*/tiktoken-rs-*/assets/o200k_base.tiktoken"
@@ -48,8 +49,8 @@ def counter() -> tuple[str, Callable[[str], int]]:
             os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
             encoding = tiktoken.get_encoding("o200k_base")
             return "o200k_base (tiktoken)", lambda text: len(encoding.encode_ordinary(text))
-        except Exception:  # noqa: BLE001 - any failure means: use the estimate
-            pass
+        except Exception as err:  # noqa: BLE001 - any failure means: use the estimate
+            print(f"tiktoken o200k_base unavailable ({err}); using words*1.3", file=sys.stderr)
     return "words*1.3 (estimate)", lambda text: int(len(text.split()) * 1.3 + 0.999)
 
 

@@ -64,7 +64,9 @@ def _pseudo_words(rng: random.Random, count: int) -> list[str]:
     ordered: list[str] = []
     while len(ordered) < count:
         syllables = rng.choice((2, 3, 3, 4))
-        middle = "".join(rng.choice(_CONSONANTS) + rng.choice(_VOWELS) for _ in range(syllables - 1))
+        middle = "".join(
+            rng.choice(_CONSONANTS) + rng.choice(_VOWELS) for _ in range(syllables - 1)
+        )
         word = middle + rng.choice(_CONSONANTS) + rng.choice(_FINAL_VOWELS)
         if word not in words:
             words.add(word)
@@ -94,8 +96,13 @@ class _Sampler:
         return self.rng.choices(self.scopes, cum_weights=self.scope_cw, k=1)[0]
 
 
-def _queries(rng: random.Random, entries: list[list[str]], scopes: list[str | None],
-             vocab: list[str], count: int) -> list[Query]:
+def _queries(
+    rng: random.Random,
+    entries: list[list[str]],
+    scopes: list[str | None],
+    vocab: list[str],
+    count: int,
+) -> list[Query]:
     df: Counter[str] = Counter()
     for words in entries:
         df.update(set(words))
@@ -122,9 +129,15 @@ def generate(size: int, queries: int = 1000, saves: int = 200, seed: int = SEED)
     step = (SPAN_DAYS * DAY - 3600.0) / size  # the last hour is left for the saves
     words = [sampler.content() for _ in range(size)]
     scopes = [sampler.scope() for _ in range(size)]
-    entries = [Entry(" ".join(w), s, START + i * step) for i, (w, s) in enumerate(zip(words, scopes))]
-    new = [Entry(" ".join(sampler.content()), sampler.scope(), now - 3600.0 + i) for i in range(saves)]
-    return Workload(seed, size, BUDGET, now, entries, new, _queries(rng, words, scopes, vocab, queries))
+    entries = [
+        Entry(" ".join(w), s, START + i * step) for i, (w, s) in enumerate(zip(words, scopes))
+    ]
+    new = [
+        Entry(" ".join(sampler.content()), sampler.scope(), now - 3600.0 + i) for i in range(saves)
+    ]
+    return Workload(
+        seed, size, BUDGET, now, entries, new, _queries(rng, words, scopes, vocab, queries)
+    )
 
 
 def save(workload: Workload, path: Path) -> None:

@@ -9,11 +9,13 @@ and packing goes on).
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Literal, Protocol, Sequence
+from typing import Literal, Protocol
 
 from workload import Entry
 
@@ -97,13 +99,18 @@ class Candidate:
 
 def recency_boost(timestamp: float, now: float) -> float:
     age = max(0.0, now - timestamp)
-    return 1.0 + RECENCY_WEIGHT * 0.5 ** (age / HALF_LIFE_SECONDS)
+    return 1.0 + RECENCY_WEIGHT * math.pow(0.5, age / HALF_LIFE_SECONDS)
 
 
-def rank_and_pack(candidates: Iterable[Candidate], now: float, budget: int) -> list[tuple[Candidate, float]]:
+def rank_and_pack(
+    candidates: Iterable[Candidate], now: float, budget: int
+) -> list[tuple[Candidate, float]]:
     """Applies the recency boost, sorts best first and packs greedily into `budget`."""
-    scored = sorted(((c, c.relevance * recency_boost(c.timestamp, now)) for c in candidates),
-                    key=lambda pair: pair[1], reverse=True)
+    scored = sorted(
+        ((c, c.relevance * recency_boost(c.timestamp, now)) for c in candidates),
+        key=lambda pair: pair[1],
+        reverse=True,
+    )
     left = budget
     packed = []
     for cand, score in scored:
@@ -161,8 +168,12 @@ class SqliteStore:
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            ids = [conn.execute("INSERT INTO entries (content, scope, ts, tokens) VALUES (?, ?, ?, ?)",
-                                row).lastrowid for row in rows]
+            ids = [
+                conn.execute(
+                    "INSERT INTO entries (content, scope, ts, tokens) VALUES (?, ?, ?, ?)", row
+                ).lastrowid
+                for row in rows
+            ]
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -173,11 +184,15 @@ class SqliteStore:
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
-        rows = self.conn.execute(f"SELECT id, content FROM entries WHERE id IN ({marks})", list(ids))
+        rows = self.conn.execute(
+            f"SELECT id, content FROM entries WHERE id IN ({marks})", list(ids)
+        )
         return dict(rows.fetchall())
 
     def rows(self) -> list[tuple[int, str, str | None, float, int]]:
-        return self.conn.execute("SELECT id, content, scope, ts, tokens FROM entries ORDER BY id").fetchall()
+        return self.conn.execute(
+            "SELECT id, content, scope, ts, tokens FROM entries ORDER BY id"
+        ).fetchall()
 
     def close(self) -> None:
         with self._lock:

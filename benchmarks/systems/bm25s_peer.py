@@ -19,11 +19,14 @@ class Bm25sPeer(ReindexingPeer):
         retriever.index(self.docs, show_progress=False)
         self.retriever = retriever
 
-    def _top(self, query: list[str], rows: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _top(
+        self, query: list[str], rows: np.ndarray | None, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         mask = None
         if rows is not None:
             mask = np.zeros(len(self.ids), dtype=np.float32)
             mask[rows] = 1.0
-        docs, scores = self.retriever.retrieve([query], k=k, show_progress=False, n_threads=1,
-                                               weight_mask=mask)
+        docs, scores = self.retriever.retrieve(
+            [query], k=k, show_progress=False, n_threads=1, weight_mask=mask
+        )
         return docs[0], scores[0]

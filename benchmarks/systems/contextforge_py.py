@@ -6,11 +6,13 @@ releases the GIL and runs them on its own thread pool.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal
+
+from workload import Entry
 
 from systems.base import Hit, Id
-from workload import Entry
 
 
 class ContextForgePy:
@@ -24,11 +26,15 @@ class ContextForgePy:
         self.cf = await contextforge.ContextForge.open(str(path / "memory.db"))
 
     async def ingest(self, entries: Sequence[Entry]) -> list[Id]:
-        items = [{"content": e.content, "scope": e.scope, "timestamp": e.timestamp} for e in entries]
+        items = [
+            {"content": e.content, "scope": e.scope, "timestamp": e.timestamp} for e in entries
+        ]
         return list(await self.cf.save_many(items))
 
     async def save(self, entry: Entry) -> Id:
-        return await self.cf.save(entry.content, kind="note", scope=entry.scope, timestamp=entry.timestamp)
+        return await self.cf.save(
+            entry.content, kind="note", scope=entry.scope, timestamp=entry.timestamp
+        )
 
     async def query(self, text: str, scope: str | None, budget: int, now: float) -> list[Hit]:
         hits = await self.cf.query(text, scope, budget, now=now)

@@ -19,7 +19,9 @@ class RankBm25Peer(ReindexingPeer):
     def _reindex(self) -> None:
         self.bm25 = BM25Okapi(self.docs)
 
-    def _top(self, query: list[str], rows: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _top(
+        self, query: list[str], rows: np.ndarray | None, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         scores = self.bm25.get_scores(query)
         if rows is not None:
             scores = scores[rows]

@@ -7,14 +7,14 @@ an existing store reads every row back and builds the index.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
-
-from systems.base import DEPTH, Candidate, Hit, Id, SqliteStore, SyncSystem, rank_and_pack, words
 from tokens import count
 from workload import Entry
+
+from systems.base import DEPTH, Candidate, Hit, Id, SqliteStore, SyncSystem, rank_and_pack, words
 
 
 class ReindexingPeer(SyncSystem):
@@ -33,7 +33,9 @@ class ReindexingPeer(SyncSystem):
         if self.ids:
             self._reindex()
 
-    def _remember(self, entry_id: int, content: str, scope: str | None, ts: float, tokens: int) -> None:
+    def _remember(
+        self, entry_id: int, content: str, scope: str | None, ts: float, tokens: int
+    ) -> None:
         self.scope_rows.setdefault(scope, []).append(len(self.ids))
         self.ids.append(entry_id)
         self.contents.append(content)
@@ -43,7 +45,9 @@ class ReindexingPeer(SyncSystem):
 
     def _ingest(self, entries: Sequence[Entry]) -> list[Id]:
         counts = [count(e.content) for e in entries]
-        ids = self.store.insert([(e.content, e.scope, e.timestamp, n) for e, n in zip(entries, counts)])
+        ids = self.store.insert(
+            [(e.content, e.scope, e.timestamp, n) for e, n in zip(entries, counts)]
+        )
         for entry_id, entry, n in zip(ids, entries, counts):
             self._remember(entry_id, entry.content, entry.scope, entry.timestamp, n)
         self._scope_arrays = {}
@@ -65,15 +69,23 @@ class ReindexingPeer(SyncSystem):
 
     def query_sync(self, text: str, scope: str | None, budget: int, now: float) -> list[Hit]:
         rows, scores = self._top(words(text), self._rows_in(scope), min(DEPTH, len(self.ids)))
-        candidates = [Candidate(r, float(s), self.stamps[r], self.tokens[r])
-                      for r, s in zip(rows.tolist(), scores.tolist()) if s > 0.0]
+        candidates = [
+            Candidate(r, float(s), self.stamps[r], self.tokens[r])
+            for r, s in zip(rows.tolist(), scores.tolist())
+            if s > 0.0
+        ]
         packed = rank_and_pack(candidates, now, budget)
-        return [Hit(self.ids[int(c.id)], score, c.tokens, self.contents[int(c.id)]) for c, score in packed]
+        return [
+            Hit(self.ids[int(c.id)], score, c.tokens, self.contents[int(c.id)])
+            for c, score in packed
+        ]
 
     def _reindex(self) -> None:
         raise NotImplementedError
 
-    def _top(self, query: list[str], rows: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _top(
+        self, query: list[str], rows: np.ndarray | None, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The best `k` row numbers (restricted to `rows` when given) and their BM25 scores."""
         raise NotImplementedError
 

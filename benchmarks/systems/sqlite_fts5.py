@@ -6,13 +6,24 @@ folded into the ORDER BY so the best 100 are chosen after it, as contextforge do
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-from systems.base import (DEPTH, HALF_LIFE_SECONDS, RECENCY_WEIGHT, Candidate, Hit, Id,
-                          SqliteStore, SyncSystem, rank_and_pack, words)
 from tokens import count
 from workload import Entry
+
+from systems.base import (
+    DEPTH,
+    HALF_LIFE_SECONDS,
+    RECENCY_WEIGHT,
+    Candidate,
+    Hit,
+    Id,
+    SqliteStore,
+    SyncSystem,
+    rank_and_pack,
+    words,
+)
 
 FTS_SCHEMA = """
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
@@ -60,7 +71,10 @@ class SqliteFts5(SyncSystem):
         rows = self.store.conn.execute(sql, params).fetchall()
         contents = {row[0]: row[1] for row in rows}
         candidates = [Candidate(row[0], row[4], row[2], row[3]) for row in rows]
-        return [Hit(c.id, score, c.tokens, contents[c.id]) for c, score in rank_and_pack(candidates, now, budget)]
+        return [
+            Hit(c.id, score, c.tokens, contents[c.id])
+            for c, score in rank_and_pack(candidates, now, budget)
+        ]
 
     def _close(self) -> None:
         self.store.close()

@@ -8,14 +8,14 @@ from fast fields, apply the recency boost, pack, and fetch content from SQLite.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import tantivy
-
-from systems.base import DEPTH, Candidate, Hit, Id, SqliteStore, SyncSystem, rank_and_pack
 from tokens import count
 from workload import Entry
+
+from systems.base import DEPTH, Candidate, Hit, Id, SqliteStore, SyncSystem, rank_and_pack
 
 WRITER_HEAP = 128 * 1024 * 1024
 
@@ -49,7 +49,9 @@ class TantivySqlite(SyncSystem):
 
     def _ingest(self, entries: Sequence[Entry]) -> list[Id]:
         tokens = [count(e.content) for e in entries]
-        ids = self.store.insert([(e.content, e.scope, e.timestamp, t) for e, t in zip(entries, tokens)])
+        ids = self.store.insert(
+            [(e.content, e.scope, e.timestamp, t) for e, t in zip(entries, tokens)]
+        )
         writer = self._writer()
         for entry_id, entry, n in zip(ids, entries, tokens):
             doc = tantivy.Document(id=entry_id, content=entry.content, ts=entry.timestamp, tokens=n)
@@ -68,14 +70,19 @@ class TantivySqlite(SyncSystem):
         query = self.index.parse_query_lenient(text, ["content"])[0]
         if scope is not None:
             scoped = tantivy.Query.term_query(self.schema, "scope", scope)
-            query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), (tantivy.Occur.Must, scoped)])
+            query = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, query), (tantivy.Occur.Must, scoped)]
+            )
         searcher = self.searcher
         hits = searcher.search(query, DEPTH, count=False).hits
         addresses = [address for _, address in hits]
         ids = searcher.fast_field_values("id", addresses)
         stamps = searcher.fast_field_values("ts", addresses)
         counts = searcher.fast_field_values("tokens", addresses)
-        candidates = [Candidate(i, score, ts, n) for (score, _), i, ts, n in zip(hits, ids, stamps, counts)]
+        candidates = [
+            Candidate(int(i or 0), score, float(ts or 0.0), int(n or 0))
+            for (score, _), i, ts, n in zip(hits, ids, stamps, counts)
+        ]
         packed = rank_and_pack(candidates, now, budget)
         contents = self.store.contents([int(c.id) for c, _ in packed])
         return [Hit(c.id, score, c.tokens, contents[int(c.id)]) for c, score in packed]
