@@ -17,7 +17,6 @@ use parking_lot::{Mutex, RwLock};
 use tantivy::directory::MmapDirectory;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
-use crate::entry::Entry;
 use crate::error::{Error, Result};
 use crate::store::{Change, ChangeOp, Store};
 
@@ -219,10 +218,26 @@ impl SearchIndex {
     /// The bulk path: commits the tail together with `changes` in one index
     /// commit instead of growing the tail. Callers hold `apply_lock`.
     fn commit_with(&self, changes: &[Change]) -> Result<()> {
-        let Some(last) = changes.last().map(|c| c.seq) else { return Ok(()) };
         let mut guard = self.writer.lock();
         let writer = guard.as_mut().ok_or(Error::Closed)?;
-        {
+        self.commit_tail(writer, changes)
+    }
+
+    /// Commits the tail to the index, then drops what the commit made durable.
+    pub fn flush(&self) -> Result<()> {
+        let mut guard = self.writer.lock();
+        let Some(writer) = guard.as_mut() else { return Ok(()) };
+        if self.view.read().tail.is_empty() {
+            return Ok(());
+        }
+        self.commit_tail(writer, &[])
+    }
+
+    /// Writes the tail and then `extra` into the writer and commits them as one.
+    /// The tail is read under one lock with the change number it reflects, so the
+    /// commit's payload and the later trim agree.
+    fn commit_tail(&self, writer: &mut IndexWriter<TantivyDocument>, extra: &[Change]) -> Result<()> {
+        let mut upto = {
             let view = self.view.read();
             for &id in view.tail.tombstones.keys() {
                 writer.delete_term(Term::from_field_i64(self.fields.id, id));
@@ -230,8 +245,9 @@ impl SearchIndex {
             for doc in view.tail.docs.values() {
                 writer.add_document(schema::document(&self.fields, &doc.entry))?;
             }
-        }
-        for change in changes.iter().filter(|c| c.seq > self.applied()) {
+            self.applied()
+        };
+        for change in extra.iter().filter(|c| c.seq > upto) {
             if change.op != ChangeOp::Insert {
                 writer.delete_term(Term::from_field_i64(self.fields.id, change.entry_id));
             }
@@ -239,40 +255,15 @@ impl SearchIndex {
                 writer.add_document(schema::document(&self.fields, entry))?;
             }
         }
-        commit(writer, last)?;
-        self.reader.reload()?;
-        let searcher = self.reader.searcher();
-        let mut view = self.view.write();
-        view.searcher = searcher;
-        view.tail.trim(last);
-        self.applied.store(last, Ordering::Release);
-        Ok(())
-    }
-
-    /// Commits the tail to the index, then drops what the commit made durable.
-    pub fn flush(&self) -> Result<()> {
-        let mut guard = self.writer.lock();
-        let Some(writer) = guard.as_mut() else { return Ok(()) };
-        let (docs, tombstones, upto) = {
-            let view = self.view.read();
-            if view.tail.is_empty() {
-                return Ok(());
-            }
-            let docs: Vec<Entry> = view.tail.docs.values().map(|d| d.entry.clone()).collect();
-            (docs, view.tail.tombstones.clone(), self.applied())
-        };
-        for &id in tombstones.keys() {
-            writer.delete_term(Term::from_field_i64(self.fields.id, id));
-        }
-        for entry in &docs {
-            writer.add_document(schema::document(&self.fields, entry))?;
-        }
+        upto = upto.max(extra.last().map_or(upto, |c| c.seq));
         commit(writer, upto)?;
         self.reader.reload()?;
         let searcher = self.reader.searcher();
         let mut view = self.view.write();
         view.searcher = searcher;
         view.tail.trim(upto);
+        // A flush runs beside pulls that may have moved further: never go back.
+        self.applied.fetch_max(upto, Ordering::AcqRel);
         Ok(())
     }
 
