@@ -1,0 +1,310 @@
+//! Compiles the rule tables once and turns a text into non-overlapping findings:
+//! prefilter, then each candidate rule's regex and check, then overlap resolution.
+
+use super::prefilter::{Mask, Prefilter, MAX_RULES};
+use super::redact::{mask, placeholder_spans, OPEN};
+use super::rule::{Check, Class, Rule, Verdict};
+use super::window::{windows, WHOLE_TEXT_MAX};
+use super::{assignment, entropy, patterns, pii, Finding};
+use regex::{Regex, RegexBuilder};
+use std::ops::Range;
+use std::sync::OnceLock;
+
+pub(crate) struct Engine {
+    rules: Vec<Compiled>,
+    prefilter: Prefilter,
+    secrets: Mask,
+    pii: Mask,
+}
+
+struct Compiled {
+    label: &'static str,
+    priority: u8,
+    regex: Regex,
+    /// Capture groups that may hold the secret, in order of preference.
+    secret_groups: Vec<usize>,
+    check: Option<Check>,
+    multiline: bool,
+}
+
+/// A finding before overlaps are resolved.
+struct Candidate {
+    finding: Finding,
+    priority: u8,
+    rule: usize,
+}
+
+/// The compiled tables, built on first use and shared by every `Scrubber`.
+pub(crate) fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(Engine::build)
+}
+
+impl Engine {
+    fn build() -> Engine {
+        let rules: Vec<&'static Rule> = patterns::RULES
+            .iter()
+            .chain(assignment::RULES)
+            .chain(entropy::RULES)
+            .chain(pii::RULES)
+            .collect();
+        assert!(rules.len() <= MAX_RULES, "more scrub rules than mask bits");
+        let mut secrets = 0;
+        let mut pii = 0;
+        for (i, rule) in rules.iter().enumerate() {
+            match rule.class {
+                Class::Secret => secrets |= 1 << i,
+                Class::Pii => pii |= 1 << i,
+            }
+        }
+        Engine {
+            prefilter: Prefilter::new(&rules),
+            rules: rules.iter().map(|r| compile(r)).collect(),
+            secrets,
+            pii,
+        }
+    }
+
+    pub(crate) fn mask_for(&self, secrets: bool, pii: bool) -> Mask {
+        (if secrets { self.secrets } else { 0 }) | (if pii { self.pii } else { 0 })
+    }
+
+    /// Distinct labels of the rules in `enabled`, in table order.
+    pub(crate) fn labels(&self, enabled: Mask) -> Vec<&'static str> {
+        let mut labels: Vec<&'static str> = Vec::new();
+        for (i, rule) in self.rules.iter().enumerate() {
+            if enabled & (1 << i) != 0 && !labels.contains(&rule.label) {
+                labels.push(rule.label);
+            }
+        }
+        labels
+    }
+
+    /// Findings of the rules in `enabled`, sorted by start and not overlapping.
+    /// Existing placeholders never take part in a finding.
+    pub(crate) fn findings(&self, text: &str, enabled: Mask) -> Vec<Finding> {
+        let mut candidates = self.prefilter.candidates(text, enabled);
+        if candidates == 0 {
+            return Vec::new();
+        }
+        let blocked = if text.contains(OPEN) {
+            placeholder_spans(text)
+        } else {
+            Vec::new()
+        };
+        let masked;
+        let haystack = if blocked.is_empty() {
+            text
+        } else {
+            masked = mask(text, &blocked);
+            candidates = self.prefilter.candidates(&masked, enabled);
+            masked.as_str()
+        };
+        let mut found = Vec::new();
+        if haystack.len() <= WHOLE_TEXT_MAX {
+            for (i, rule) in self.rules.iter().enumerate() {
+                if candidates & (1 << i) != 0 {
+                    rule.run(i, haystack, 0..haystack.len(), &blocked, &mut found);
+                }
+            }
+        } else {
+            self.run_windowed(haystack, enabled, &blocked, &mut found);
+        }
+        resolve(found)
+    }
+
+    /// Long texts: rules with keywords run only around their keyword hits.
+    fn run_windowed(
+        &self,
+        haystack: &str,
+        enabled: Mask,
+        blocked: &[(usize, usize)],
+        out: &mut Vec<Candidate>,
+    ) {
+        let (candidates, hits) = self.prefilter.hits(haystack, enabled);
+        let always = self.prefilter.always();
+        for (i, rule) in self.rules.iter().enumerate() {
+            let bit: Mask = 1 << i;
+            if candidates & bit == 0 {
+                continue;
+            }
+            if rule.multiline || always & bit != 0 {
+                rule.run(i, haystack, 0..haystack.len(), blocked, out);
+                continue;
+            }
+            let near = hits
+                .iter()
+                .filter(|h| h.rules & bit != 0)
+                .map(|h| (h.start, h.end));
+            for (start, end) in windows(haystack, near) {
+                rule.run(i, haystack, start..end, blocked, out);
+            }
+        }
+    }
+}
+
+fn compile(rule: &Rule) -> Compiled {
+    // ASCII word boundaries: secrets are ASCII, and the Unicode `\b` makes the lazy
+    // DFA give up on non-ASCII text (much slower fallback engines).
+    let pattern = rule.pattern.replace(r"\b", r"(?-u:\b)");
+    let regex = RegexBuilder::new(&pattern)
+        .size_limit(4 << 20)
+        .build()
+        .unwrap_or_else(|e| panic!("scrub rule {} does not compile: {e}", rule.label));
+    let secret_groups = regex
+        .capture_names()
+        .enumerate()
+        .filter(|(_, name)| name.is_some_and(|n| n.starts_with('s') && n.len() == 2))
+        .map(|(i, _)| i)
+        .collect();
+    Compiled {
+        label: rule.label,
+        priority: rule.priority,
+        regex,
+        secret_groups,
+        check: rule.check,
+        multiline: rule.multiline,
+    }
+}
+
+impl Compiled {
+    /// Runs the rule on `haystack[range]` (`range` on line boundaries, see `window.rs`)
+    /// and pushes candidates in `haystack` offsets.
+    fn run(
+        &self,
+        index: usize,
+        haystack: &str,
+        range: Range<usize>,
+        blocked: &[(usize, usize)],
+        out: &mut Vec<Candidate>,
+    ) {
+        let base = range.start;
+        let text = &haystack[range];
+        let mut at = 0;
+        while at <= text.len() {
+            let Some(caps) = self.regex.captures_at(text, at) else {
+                break;
+            };
+            let Some(whole) = caps.get(0) else {
+                break;
+            };
+            let secret = self
+                .secret_groups
+                .iter()
+                .find_map(|&g| caps.get(g))
+                .unwrap_or(whole);
+            let touches_placeholder = blocked
+                .iter()
+                .any(|&(s, e)| s < base + whole.end() && base + whole.start() < e);
+            let verdict = match self.check {
+                _ if touches_placeholder => Verdict::Reject,
+                Some(check) => check(&caps, secret.as_str()),
+                None => Verdict::Accept,
+            };
+            let end = match verdict {
+                Verdict::Reject => {
+                    // Another match may start inside this one: `key` in a rejected
+                    // `monkey = ...` must not hide the `api_key=...` right after it.
+                    at = next_char(text, whole.start());
+                    continue;
+                }
+                Verdict::Accept => secret.end(),
+                Verdict::Trim(n) => secret.start() + n.clamp(1, secret.len().max(1)),
+            };
+            if end > secret.start() && text.is_char_boundary(end) {
+                out.push(Candidate {
+                    finding: Finding {
+                        label: self.label,
+                        start: base + secret.start(),
+                        end: base + end,
+                    },
+                    priority: self.priority,
+                    rule: index,
+                });
+            }
+            // Resume after the secret, not the whole match: some patterns consume the
+            // delimiter after a token, which may be the delimiter before the next one.
+            at = ceil_char(text, end.max(next_char(text, whole.start())));
+        }
+    }
+}
+
+/// The byte offset of the character after the one at `i` (or `len + 1` at the end).
+fn next_char(s: &str, i: usize) -> usize {
+    s[i..]
+        .chars()
+        .next()
+        .map_or(s.len() + 1, |c| i + c.len_utf8())
+}
+
+/// The first char boundary at or after `i` (or `i` itself past the end).
+fn ceil_char(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// Keeps the most trusted findings: by priority, then length, then position; any
+/// candidate overlapping a kept one is dropped. Returns them sorted by start.
+fn resolve(mut candidates: Vec<Candidate>) -> Vec<Finding> {
+    candidates.sort_by(|a, b| {
+        let len = |c: &Candidate| c.finding.end - c.finding.start;
+        b.priority
+            .cmp(&a.priority)
+            .then(len(b).cmp(&len(a)))
+            .then(a.finding.start.cmp(&b.finding.start))
+            .then(a.rule.cmp(&b.rule))
+    });
+    let mut kept: Vec<Finding> = Vec::with_capacity(candidates.len());
+    for c in candidates {
+        let f = c.finding;
+        let i = kept.partition_point(|k| k.start < f.start);
+        let clear_before = i == 0 || kept[i - 1].end <= f.start;
+        let clear_after = i == kept.len() || f.end <= kept[i].start;
+        if clear_before && clear_after {
+            kept.insert(i, f);
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cand(label: &'static str, start: usize, end: usize, priority: u8) -> Candidate {
+        Candidate {
+            finding: Finding { label, start, end },
+            priority,
+            rule: 0,
+        }
+    }
+
+    #[test]
+    fn overlaps_keep_the_higher_priority_then_the_longer() {
+        let kept = resolve(vec![
+            cand("generic", 0, 10, 1),
+            cand("github", 2, 8, 5),
+            cand("short", 12, 14, 1),
+            cand("long", 11, 20, 1),
+        ]);
+        let labels: Vec<_> = kept.iter().map(|f| f.label).collect();
+        assert_eq!(labels, ["github", "long"]);
+    }
+
+    #[test]
+    fn every_rule_compiles_and_fits_the_mask() {
+        let engine = engine();
+        assert!(engine.rules.len() <= MAX_RULES);
+        for rule in &engine.rules {
+            assert!(
+                rule.label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "{}",
+                rule.label
+            );
+        }
+    }
+}
