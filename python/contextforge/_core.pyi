@@ -55,6 +55,9 @@ class Engine:
         flush_entries: int,
         flush_ms: int,
         busy_timeout_ms: int,
+        scrub: bool,
+        scrub_pii: bool,
+        scrub_metadata: bool,
     ) -> Awaitable[Engine]: ...
     def save_many(self, items: list[_Item]) -> Awaitable[list[int]]:
         """Saves entries in one transaction and returns their ids."""

@@ -33,6 +33,13 @@ class Config:
             committed to the on-disk index in batches of about this many changes...
         flush_ms: ...or after this many milliseconds, whichever comes first.
         busy_timeout_ms: How long a write waits for another process's lock.
+        scrub: Redact secrets (API keys, tokens, private keys, passwords, credentials
+            in URLs, ...) as ``[REDACTED:<label>]`` before anything is stored or
+            indexed. On by default; the setting is recorded in the database.
+        scrub_pii: Also redact e-mail addresses, phone numbers, payment card numbers
+            (Luhn-checked) and IBANs. Off by default.
+        scrub_metadata: Scrub the strings inside metadata too (keys give context:
+            ``{"password": "hunter2"}`` is redacted).
     """
 
     path: str = ":memory:"
@@ -44,6 +51,9 @@ class Config:
     flush_entries: int = 2048
     flush_ms: int = 1000
     busy_timeout_ms: int = 10_000
+    scrub: bool = True
+    scrub_pii: bool = False
+    scrub_metadata: bool = True
 
     @classmethod
     def coerce(cls, target: Config | PathLike) -> Config:

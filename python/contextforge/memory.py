@@ -70,6 +70,9 @@ class ContextForge:
                 flush_entries=config.flush_entries,
                 flush_ms=config.flush_ms,
                 busy_timeout_ms=config.busy_timeout_ms,
+                scrub=config.scrub,
+                scrub_pii=config.scrub_pii,
+                scrub_metadata=config.scrub_metadata,
             )
         )
         return cls(engine, config)

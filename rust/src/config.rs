@@ -63,6 +63,40 @@ pub struct Config {
     pub flush_ms: u64,
     /// How long a write waits for another writer's lock before failing.
     pub busy_timeout_ms: u64,
+    /// What is redacted from content (and metadata) before it is stored.
+    pub scrub: Scrub,
+}
+
+/// Scrubbing settings; secrets are redacted by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scrub {
+    pub secrets: bool,
+    /// E-mail addresses, phone numbers, payment cards, IBANs: opt-in.
+    pub pii: bool,
+    /// Scrub metadata strings too.
+    pub metadata: bool,
+}
+
+impl Default for Scrub {
+    fn default() -> Self {
+        Self { secrets: true, pii: false, metadata: true }
+    }
+}
+
+impl Scrub {
+    /// How the setting is recorded in the database.
+    pub fn describe(&self) -> String {
+        let parts: Vec<&str> = [
+            (self.secrets, "secrets"),
+            (self.pii, "pii"),
+            (self.metadata && (self.secrets || self.pii), "metadata"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, name)| *name)
+        .collect();
+        if parts.is_empty() { "off".to_owned() } else { parts.join("+") }
+    }
 }
 
 impl Default for Config {
@@ -76,6 +110,7 @@ impl Default for Config {
             flush_entries: 2048,
             flush_ms: 1000,
             busy_timeout_ms: 10_000,
+            scrub: Scrub::default(),
         }
     }
 }

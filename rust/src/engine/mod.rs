@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::index::{Flusher, SearchIndex};
+use crate::scrub::{ScrubOptions, Scrubber};
 use crate::store::{Change, Store};
 use crate::tokens::TokenCounter;
 
@@ -26,6 +27,7 @@ pub struct Engine {
     index: Arc<SearchIndex>,
     flusher: Flusher,
     tokens: TokenCounter,
+    scrubber: Scrubber,
     closed: AtomicBool,
 }
 
@@ -34,10 +36,17 @@ impl Engine {
         config.validate()?;
         let tokens = TokenCounter::load(&config.tokenizer)?;
         let store = Store::open(&config)?;
+        // Recorded so that anyone reading the database knows what was redacted.
+        let scrub = config.scrub.describe();
+        if store.meta("scrub")?.as_deref() != Some(scrub.as_str()) {
+            store.set_meta("scrub", &scrub)?;
+        }
+        let scrubber =
+            Scrubber::new(ScrubOptions { secrets: config.scrub.secrets, pii: config.scrub.pii });
         let index = Arc::new(SearchIndex::open(config.resolved_index_dir().as_deref(), &store)?);
         let flusher =
             Flusher::start(Arc::clone(&index), Duration::from_millis(config.flush_ms.max(1)))?;
-        Ok(Self { config, store, index, flusher, tokens, closed: AtomicBool::new(false) })
+        Ok(Self { config, store, index, flusher, tokens, scrubber, closed: AtomicBool::new(false) })
     }
 
     pub fn config(&self) -> &Config {

@@ -1,5 +1,7 @@
 //! save, update, delete and clear.
 
+use std::borrow::Cow;
+
 use super::Engine;
 use crate::entry::{validate_label, Entry, NewEntry};
 use crate::error::{Error, Result};
@@ -39,7 +41,9 @@ impl Engine {
         let now = now_micros();
         let prepared: Vec<PreparedEntry> = entries
             .into_iter()
-            .map(|e| {
+            .map(|mut e| {
+                e.content = self.clean(e.content);
+                e.metadata = self.clean_metadata(e.metadata);
                 let dedup_key = e.dedupe.then(|| {
                     let normalized = normalize(&e.content);
                     (content_key(&normalized), normalized)
@@ -96,17 +100,46 @@ impl Engine {
         if let Some(Some(metadata)) = &patch.metadata {
             NewEntry { metadata: Some(metadata.clone()), ..NewEntry::new("x") }.validate()?;
         }
+        let metadata = patch.metadata.map(|m| self.clean_metadata(m));
         let content = patch.content.map(|content| {
+            let content = self.clean(content);
             let tokens = self.tokens.count(&content);
             let key = content_key(&normalize(&content));
             (content, tokens, key)
         });
         let store_patch =
-            EntryPatch { content, kind: patch.kind, metadata: patch.metadata, scope: patch.scope };
+            EntryPatch { content, kind: patch.kind, metadata, scope: patch.scope };
         let (entry, seq) = self.store.update(id, store_patch)?;
         let change = Change { seq, entry_id: id, op: ChangeOp::Update, entry: Some(entry.clone()) };
         self.publish(vec![change])?;
         Ok(entry)
+    }
+
+    /// Content with secrets (and, when configured, personal data) redacted.
+    fn clean(&self, content: String) -> String {
+        match self.scrubber.scrub(&content) {
+            Cow::Borrowed(_) => content,
+            Cow::Owned(clean) => clean,
+        }
+    }
+
+    /// Metadata with every string scrubbed; the original text is kept byte for
+    /// byte when nothing needed redacting.
+    fn clean_metadata(&self, metadata: Option<String>) -> Option<String> {
+        let text = metadata?;
+        if !self.config.scrub.metadata {
+            return Some(text);
+        }
+        let Ok(mut value) = serde_json::from_str::<serde_json::Value>(&text) else {
+            return Some(text); // validated already; unreachable in practice
+        };
+        let original = value.clone();
+        self.scrubber.scrub_json(&mut value);
+        if value == original {
+            Some(text)
+        } else {
+            Some(value.to_string())
+        }
     }
 
     /// Deletes entries by id; returns for each whether it existed.

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use super::call::awaitable;
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
-use crate::config::{Config, Recency, TokenizerSpec};
+use crate::config::{Config, Recency, Scrub, TokenizerSpec};
 use crate::engine::{Engine as Core, ListFilter, Patch, Query};
 use crate::entry::{Entry, Micros, NewEntry};
 use crate::error::Error;
@@ -43,7 +43,7 @@ fn list_filter((has_scope, scope, kind, session_id, since, until): Filter) -> Li
 #[pymethods]
 impl Engine {
     #[staticmethod]
-    #[pyo3(signature = (path, *, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms))]
+    #[pyo3(signature = (path, *, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms, scrub, scrub_pii, scrub_metadata))]
     #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,
@@ -56,6 +56,9 @@ impl Engine {
         flush_entries: usize,
         flush_ms: u64,
         busy_timeout_ms: u64,
+        scrub: bool,
+        scrub_pii: bool,
+        scrub_metadata: bool,
     ) -> PyResult<Bound<'_, PyAny>> {
         let tokenizer = TokenizerSpec::parse(&tokenizer).map_err(to_py)?;
         let config = Config {
@@ -67,6 +70,7 @@ impl Engine {
             flush_entries,
             flush_ms,
             busy_timeout_ms,
+            scrub: Scrub { secrets: scrub, pii: scrub_pii, metadata: scrub_metadata },
         };
         awaitable(py, move || {
             let core = Core::open(config)?;
@@ -212,5 +216,8 @@ pub fn default_config(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>
     d.set_item("flush_entries", c.flush_entries)?;
     d.set_item("flush_ms", c.flush_ms)?;
     d.set_item("busy_timeout_ms", c.busy_timeout_ms)?;
+    d.set_item("scrub", c.scrub.secrets)?;
+    d.set_item("scrub_pii", c.scrub.pii)?;
+    d.set_item("scrub_metadata", c.scrub.metadata)?;
     Ok(d)
 }

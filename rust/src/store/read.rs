@@ -160,6 +160,18 @@ impl Store {
         })
     }
 
+    pub fn meta(&self, key: &str) -> Result<Option<String>> {
+        self.with_reader(|conn| {
+            block_on(async {
+                let mut rows = conn.query("SELECT value FROM meta WHERE key = ?1", [key]).await?;
+                match rows.next().await? {
+                    Some(row) => Ok(Some(row.get(0)?)),
+                    None => Ok(None),
+                }
+            })
+        })
+    }
+
     fn scalar(&self, sql: &str, params: Vec<Value>) -> Result<i64> {
         self.with_reader(|conn| {
             block_on(async {

@@ -117,6 +117,20 @@ impl Store {
         }))
     }
 
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.with_writer(|conn| {
+            block_on(async {
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES (?1, ?2) \
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    [key, value],
+                )
+                .await?;
+                Ok(())
+            })
+        })
+    }
+
     /// Deletes the entries that exist; returns `(id, seq)` for each one deleted.
     pub fn delete(&self, ids: &[i64]) -> Result<Vec<(i64, i64)>> {
         self.with_writer(|conn| block_on(async {
