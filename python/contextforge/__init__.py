@@ -5,7 +5,7 @@
     hits = await cf.query("deploy failure", "project:demo", 2048)
 """
 
-from ._core import Hit, __version__
+from ._core import Context, Hit, __version__
 from .config import Config
 from .errors import (
     ClosedError,
@@ -19,12 +19,15 @@ from .errors import (
     SearchIndexError,
     StorageError,
 )
-from .memory import ContextForge
+from .memory import ContextForge, verify_citations
+from .sync import ContextForgeSync
 
 __all__ = [
     "ClosedError",
     "Config",
+    "Context",
     "ContextForge",
+    "ContextForgeSync",
     "ContextForgeError",
     "Hit",
     "IncompatibleStoreError",
@@ -36,4 +39,5 @@ __all__ = [
     "SearchIndexError",
     "StorageError",
     "__version__",
+    "verify_citations",
 ]

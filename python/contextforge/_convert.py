@@ -10,12 +10,14 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any, Union
+from typing import Any, Literal, TypedDict, Union
 
 from .errors import InvalidInputError, InvalidTypeError
 
 Timestamp = Union[datetime, int, float]
 Scope = Union[str, None, Sequence[Union[str, None]]]
+InjectionPolicy = Literal["flag", "drop"]
+ContextOrder = Literal["score", "chronological", "edges"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MICRO = timedelta(microseconds=1)
@@ -185,3 +187,46 @@ def list_filter(
         timestamp_us("since", since),
         timestamp_us("until", until),
     )
+
+
+def choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"{name} must be a str, not {type(value).__name__}")
+    if value not in allowed:
+        raise InvalidInputError(f"{name} must be one of {', '.join(map(repr, allowed))}, not {value!r}")
+    return value
+
+
+def query_args(q: object, scope: Scope, budget: object) -> tuple[str, list[str | None] | None, int]:
+    return text("q", q), scopes(scope), positive_int("budget", budget)
+
+
+class QueryOptions(TypedDict):
+    now: int | None
+    depth: int | None
+    kinds: list[str] | None
+    session_id: str | None
+    since: int | None
+    until: int | None
+    on_injection: str
+
+
+def query_options(
+    now: Any,
+    depth: object,
+    kinds: object,
+    session_id: object,
+    since: Any,
+    until: Any,
+    on_injection: object,
+) -> QueryOptions:
+    """The keyword options shared by ``query`` and ``context``, checked."""
+    return {
+        "now": timestamp_us("now", now),
+        "depth": None if depth is None else positive_int("depth", depth),
+        "kinds": None if kinds is None else text_list("kinds", kinds),
+        "session_id": optional_text("session_id", session_id),
+        "since": timestamp_us("since", since),
+        "until": timestamp_us("until", until),
+        "on_injection": choice("on_injection", on_injection, ("flag", "drop")),
+    }

@@ -4,7 +4,7 @@ from collections.abc import Awaitable
 from datetime import datetime
 from typing import Any, final
 
-__all__ = ["Engine", "default_config", "Hit", "_shutdown", "__version__"]
+__all__ = ["Engine", "default_config", "Hit", "Context", "_shutdown", "__version__"]
 
 __version__: str
 
@@ -30,11 +30,33 @@ class Hit:
     def tokens(self) -> int:
         """The content's length in the store's tokenizer."""
     @property
+    def risks(self) -> list[str]:
+        """Prompt-injection risks found in the content, e.g. ``["instruction_override"]``."""
+    @property
     def metadata(self) -> dict[str, Any]:
         """A new dict with the metadata saved with the entry (empty if none)."""
     @property
     def score(self) -> float:
         """Relevance times the recency boost; higher is better."""
+
+@final
+class Context:
+    """A prompt-ready block of retrieved memory and the hits in it."""
+
+    @property
+    def text(self) -> str:
+        """The whole block, ready to put in a prompt."""
+    @property
+    def tokens(self) -> int:
+        """The block's size in the store's tokenizer (never more than the budget)."""
+    @property
+    def hits(self) -> list[Hit]:
+        """The hits in block order."""
+    @property
+    def citations(self) -> list[str]:
+        """The citation ids in block order, e.g. ``["mem:12", "mem:7"]``."""
+    def unknown_citations(self, answer: str) -> list[str]:
+        """Citation ids in ``answer`` that are not in this block."""
 
 _Item = tuple[str, str, str | None, str | None, str | None, int | None, bool]
 _Filter = tuple[bool, str | None, str | None, str | None, int | None, int | None]
@@ -73,7 +95,23 @@ class Engine:
         session_id: str | None = None,
         since: int | None = None,
         until: int | None = None,
+        on_injection: str = "flag",
     ) -> Awaitable[list[Hit]]: ...
+    def context(
+        self,
+        text: str,
+        scopes: list[str | None] | None,
+        budget: int,
+        *,
+        order: str = "score",
+        now: int | None = None,
+        depth: int | None = None,
+        kinds: list[str] | None = None,
+        session_id: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        on_injection: str = "flag",
+    ) -> Awaitable[Context]: ...
     def get_many(self, ids: list[int]) -> Awaitable[list[Hit | None]]: ...
     def update(
         self,

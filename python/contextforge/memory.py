@@ -7,11 +7,11 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from . import _convert, _core
-from ._convert import Scope, Timestamp
+from ._convert import ContextOrder, InjectionPolicy, Scope, Timestamp
 from .config import Config, PathLike
 from .errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["ContextForge"]
+__all__ = ["ContextForge", "verify_citations"]
 
 T = TypeVar("T")
 
@@ -169,6 +169,7 @@ class ContextForge:
         session_id: str | None = None,
         since: Timestamp | None = None,
         until: Timestamp | None = None,
+        on_injection: InjectionPolicy = "flag",
     ) -> list[_core.Hit]:
         """Finds the entries most relevant to ``q`` and packs them into ``budget`` tokens.
 
@@ -189,33 +190,52 @@ class ContextForge:
             session_id: Only entries of this session.
             since: Only entries at or after this time.
             until: Only entries before this time.
+            on_injection: ``"flag"`` returns hits that look like prompt injection
+                with their ``risks`` listed; ``"drop"`` leaves them out and packs
+                the budget with the next best.
 
         Filters are applied inside the index, so a filtered query returns what
         the same query returns on a store holding only the matching entries.
         """
-        text = _convert.text("q", q)
-        scopes = _convert.scopes(scope)
-        budget = _convert.positive_int("budget", budget)
-        now_us = _convert.timestamp_us("now", now)
-        if depth is not None:
-            depth = _convert.positive_int("depth", depth)
-        kind_list = None if kinds is None else _convert.text_list("kinds", kinds)
-        session = _convert.optional_text("session_id", session_id)
-        since_us = _convert.timestamp_us("since", since)
-        until_us = _convert.timestamp_us("until", until)
-        return await _call(
-            lambda: self._engine.query(
-                text,
-                scopes,
-                budget,
-                now=now_us,
-                depth=depth,
-                kinds=kind_list,
-                session_id=session,
-                since=since_us,
-                until=until_us,
-            )
-        )
+        args = _convert.query_args(q, scope, budget)
+        opts = _convert.query_options(now, depth, kinds, session_id, since, until, on_injection)
+        return await _call(lambda: self._engine.query(*args, **opts))
+
+    async def context(
+        self,
+        q: str,
+        scope: Scope = None,
+        budget: int = 2048,
+        *,
+        order: ContextOrder = "score",
+        now: Timestamp | None = None,
+        depth: int | None = None,
+        kinds: Sequence[str] | None = None,
+        session_id: str | None = None,
+        since: Timestamp | None = None,
+        until: Timestamp | None = None,
+        on_injection: InjectionPolicy = "flag",
+    ) -> _core.Context:
+        """A prompt-ready block of the memory relevant to ``q``.
+
+        The hits are fenced as quoted, untrusted data behind a marker that occurs
+        in none of them (so stored text cannot close the fence), each with a stable
+        citation id (``[mem:12]``) and a source line (scope, kind, time, any
+        injection risks), under a preamble telling the model that the content is
+        data, not instructions. The whole block, wrapper included, fits ``budget``
+        tokens in the store's tokenizer.
+
+        Args:
+            order: ``"score"`` (best first), ``"chronological"`` (oldest first) or
+                ``"edges"`` (best at both ends, against lost-in-the-middle).
+
+        The other arguments are :meth:`query`'s. Check a model's answer against the
+        block with :func:`contextforge.verify_citations`.
+        """
+        args = _convert.query_args(q, scope, budget)
+        opts = _convert.query_options(now, depth, kinds, session_id, since, until, on_injection)
+        how = _convert.choice("order", order, ("score", "chronological", "edges"))
+        return await _call(lambda: self._engine.context(*args, order=how, **opts))
 
     async def get(self, id: int) -> _core.Hit | None:
         """The entry with this id, or ``None``."""
@@ -328,3 +348,8 @@ class ContextForge:
         state = "closed" if self.closed else "open"
         return f"<ContextForge {self._config.path!r} ({state})>"
 
+
+def verify_citations(answer: str, ctx: _core.Context) -> list[str]:
+    """The citation ids in ``answer`` (``[mem:12]``) that are not in the block ``ctx``:
+    an empty list means every citation points at memory the model was shown."""
+    return ctx.unknown_citations(_convert.text("answer", answer))

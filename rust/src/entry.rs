@@ -115,4 +115,14 @@ pub struct Entry {
 pub struct Hit {
     pub entry: Entry,
     pub score: f32,
+    /// Prompt-injection risks found in the content (labels, sorted).
+    pub risks: Vec<&'static str>,
+}
+
+impl Hit {
+    pub fn new(entry: Entry, score: f32) -> Self {
+        let risks =
+            crate::safety::injection::detect(&entry.content).iter().map(|r| r.label()).collect();
+        Self { entry, score, risks }
+    }
 }

@@ -1,5 +1,6 @@
 //! Greedy token-budget packing.
 
+use crate::error::Result;
 use crate::index::Candidate;
 
 /// Takes candidates in rank order while they fit in `budget` tokens; a candidate
@@ -18,6 +19,56 @@ pub fn pack(candidates: &[Candidate], budget: u64) -> Vec<Candidate> {
         }
     }
     out
+}
+
+/// Packing when some candidates may be turned down only once their content is
+/// known (a flagged hit, an entry deleted since the index looked). Fetches the
+/// greedy packing of what is still undecided, drops what `keep` refuses, and
+/// repacks with the freed budget until nothing more is refused. Returns the kept
+/// items in rank order, within `budget`.
+pub fn pack_checked<T>(
+    candidates: &[Candidate],
+    budget: u64,
+    mut fetch: impl FnMut(&[i64]) -> Result<Vec<Option<T>>>,
+    keep: impl Fn(&T) -> bool,
+) -> Result<Vec<(Candidate, T)>> {
+    let mut left = budget;
+    let mut decided = vec![false; candidates.len()];
+    let mut taken: Vec<(usize, T)> = Vec::new();
+    loop {
+        let mut room = left;
+        let window: Vec<usize> = (0..candidates.len())
+            .filter(|&i| !decided[i])
+            .filter(|&i| {
+                let tokens = u64::from(candidates[i].tokens);
+                let fits = tokens <= room;
+                if fits {
+                    room -= tokens;
+                }
+                fits
+            })
+            .collect();
+        if window.is_empty() {
+            break;
+        }
+        let ids: Vec<i64> = window.iter().map(|&i| candidates[i].id).collect();
+        let mut refused = false;
+        for (i, item) in window.into_iter().zip(fetch(&ids)?) {
+            decided[i] = true;
+            match item {
+                Some(item) if keep(&item) => {
+                    left -= u64::from(candidates[i].tokens);
+                    taken.push((i, item));
+                }
+                _ => refused = true,
+            }
+        }
+        if !refused {
+            break;
+        }
+    }
+    taken.sort_by_key(|(i, _)| *i);
+    Ok(taken.into_iter().map(|(i, item)| (candidates[i], item)).collect())
 }
 
 #[cfg(test)]
@@ -59,6 +110,50 @@ mod tests {
                 }
             }
             prop_assert!(next.next().is_none());
+        }
+    }
+
+    #[test]
+    fn refused_candidates_free_their_budget() {
+        let cands = [cand(0, 60), cand(1, 50), cand(2, 30)];
+        let packed = pack_checked(&cands, 100, |ids| Ok(ids.iter().map(|&id| Some(id)).collect()), |&id| id != 0)
+            .unwrap();
+        let ids: Vec<i64> = packed.iter().map(|(c, _)| c.id).collect();
+        assert_eq!(ids, vec![1, 2]);
+    }
+
+    proptest! {
+        #[test]
+        fn checked_packing_keeps_only_accepted_within_budget(
+            tokens in proptest::collection::vec(1u32..300, 0..40),
+            refused in proptest::collection::vec(any::<bool>(), 40),
+            budget in 0u64..2000,
+        ) {
+            let cands: Vec<Candidate> =
+                tokens.iter().enumerate().map(|(i, &t)| cand(i as i64, t)).collect();
+            let packed = pack_checked(
+                &cands,
+                budget,
+                |ids| Ok(ids.iter().map(|&id| Some(id)).collect()),
+                |&id| !refused[id as usize],
+            ).unwrap();
+            let used: u64 = packed.iter().map(|(c, _)| u64::from(c.tokens)).sum();
+            prop_assert!(used <= budget);
+            prop_assert!(packed.iter().all(|(c, _)| !refused[c.id as usize]));
+            prop_assert!(packed.windows(2).all(|w| w[0].0.id < w[1].0.id));
+            // Nothing accepted that would still fit was left out.
+            let left = budget - used;
+            for c in &cands {
+                let chosen = packed.iter().any(|(p, _)| p.id == c.id);
+                if !chosen && !refused[c.id as usize] {
+                    prop_assert!(u64::from(c.tokens) > left);
+                }
+            }
+            // With nothing refused it is exactly the plain greedy packing.
+            if refused.iter().take(cands.len()).all(|r| !r) {
+                let plain: Vec<i64> = pack(&cands, budget).iter().map(|c| c.id).collect();
+                prop_assert_eq!(packed.iter().map(|(c, _)| c.id).collect::<Vec<_>>(), plain);
+            }
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::scrub::{ScrubOptions, Scrubber};
 use crate::store::{Change, Store};
 use crate::tokens::TokenCounter;
 
-pub use read::Query;
+pub use read::{InjectionPolicy, Query};
 pub use write::Patch;
 
 pub use crate::store::ListFilter;

@@ -1,13 +1,12 @@
 //! query, get, list, count and scopes.
 
-use std::collections::HashMap;
-
 use super::Engine;
 use crate::entry::{validate_label, validate_timestamp, Entry, Hit, Micros};
 use crate::error::{Error, Result};
 use crate::index::schema::scope_key;
 use crate::index::SearchRequest;
-use crate::pack::pack;
+use crate::pack::pack_checked;
+use crate::render::{render, Context, Order};
 use crate::store::{now_micros, ListFilter};
 
 const MICROS_PER_DAY: f64 = 86_400_000_000.0;
@@ -33,6 +32,29 @@ pub struct Query {
     pub since: Option<Micros>,
     /// Entries strictly before this time.
     pub until: Option<Micros>,
+    /// Whether hits flagged for prompt injection are returned (flagged) or dropped.
+    pub injection: InjectionPolicy,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum InjectionPolicy {
+    /// Return flagged hits with their `risks` listed.
+    #[default]
+    Flag,
+    /// Leave flagged hits out and pack the budget with the next best.
+    Drop,
+}
+
+impl InjectionPolicy {
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "flag" => Ok(Self::Flag),
+            "drop" => Ok(Self::Drop),
+            other => Err(Error::invalid(format!(
+                "on_injection must be \"flag\" or \"drop\", not {other:?}"
+            ))),
+        }
+    }
 }
 
 impl Query {
@@ -90,26 +112,30 @@ impl Engine {
             recency_weight: self.config.recency.weight,
             half_life_us: f64::from(self.config.recency.half_life_days) * MICROS_PER_DAY,
         };
-        let packed = pack(&self.index.search(&request)?, query.budget);
-        let ids: Vec<i64> = packed.iter().map(|c| c.id).collect();
-        let scores: HashMap<i64, f32> = packed.iter().map(|c| (c.id, c.score)).collect();
-        // An entry deleted by another process since the index last looked is skipped.
-        Ok(self
-            .store
-            .fetch(&ids)?
-            .into_iter()
-            .flatten()
-            .map(|entry| {
-                let score = scores.get(&entry.id).copied().unwrap_or(0.0);
-                Hit { entry, score }
-            })
-            .collect())
+        let candidates = self.index.search(&request)?;
+        let drop_flagged = query.injection == InjectionPolicy::Drop;
+        // An entry deleted by another process since the index last looked comes
+        // back as `None` and is refused like a flagged one: its budget is reused.
+        let packed = pack_checked(
+            &candidates,
+            query.budget,
+            |ids| Ok(self.store.fetch(ids)?.into_iter().map(|e| e.map(|e| Hit::new(e, 0.0))).collect()),
+            |hit| !(drop_flagged && !hit.risks.is_empty()),
+        )?;
+        Ok(packed.into_iter().map(|(c, hit)| Hit { score: c.score, ..hit }).collect())
+    }
+
+    /// A prompt-ready block of the best hits for `query`, wrapper included within
+    /// `query.budget` tokens.
+    pub fn context(&self, query: &Query, order: Order) -> Result<Context> {
+        let hits = self.query(query)?;
+        render(hits, order, query.budget, &self.tokens)
     }
 
     /// Entries by id, in the order asked; `None` for ids that do not exist.
-    pub fn get_many(&self, ids: &[i64]) -> Result<Vec<Option<Entry>>> {
+    pub fn get_many(&self, ids: &[i64]) -> Result<Vec<Option<Hit>>> {
         self.check_open()?;
-        self.store.fetch(ids)
+        Ok(self.store.fetch(ids)?.into_iter().map(|e| e.map(|e| Hit::new(e, 0.0))).collect())
     }
 
     /// One page of entries, newest first, after the `(timestamp, id)` cursor.

@@ -10,8 +10,10 @@ use super::call::awaitable;
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
 use crate::config::{Config, Recency, Scrub, TokenizerSpec};
-use crate::engine::{Engine as Core, ListFilter, Patch, Query};
-use crate::entry::{Entry, Micros, NewEntry};
+use super::context::Context;
+use crate::engine::{Engine as Core, InjectionPolicy, ListFilter, Patch, Query};
+use crate::render::Order;
+use crate::entry::{Micros, NewEntry};
 use crate::error::Error;
 
 /// One item for `save_many`:
@@ -32,8 +34,8 @@ impl Engine {
     }
 }
 
-fn hits(entries: Vec<Option<Entry>>) -> Vec<Option<Hit>> {
-    entries.into_iter().map(|e| e.map(Hit::from)).collect()
+fn hits(found: Vec<Option<crate::entry::Hit>>) -> Vec<Option<Hit>> {
+    found.into_iter().map(|h| h.map(Hit::from)).collect()
 }
 
 fn list_filter((has_scope, scope, kind, session_id, since, until): Filter) -> ListFilter {
@@ -95,7 +97,7 @@ impl Engine {
         awaitable(py, move || core.save_many(entries))
     }
 
-    #[pyo3(signature = (text, scopes, budget, *, now=None, depth=None, kinds=None, session_id=None, since=None, until=None))]
+    #[pyo3(signature = (text, scopes, budget, *, now=None, depth=None, kinds=None, session_id=None, since=None, until=None, on_injection="flag"))]
     #[allow(clippy::too_many_arguments)]
     fn query<'py>(
         &self,
@@ -109,10 +111,38 @@ impl Engine {
         session_id: Option<String>,
         since: Option<Micros>,
         until: Option<Micros>,
+        on_injection: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        let query = Query { text, scopes, budget, now, depth, kinds, session_id, since, until };
+        let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
+        let query =
+            Query { text, scopes, budget, now, depth, kinds, session_id, since, until, injection };
         awaitable(py, move || Ok(core.query(&query)?.into_iter().map(Hit::from).collect::<Vec<_>>()))
+    }
+
+    #[pyo3(signature = (text, scopes, budget, *, order="score", now=None, depth=None, kinds=None, session_id=None, since=None, until=None, on_injection="flag"))]
+    #[allow(clippy::too_many_arguments)]
+    fn context<'py>(
+        &self,
+        py: Python<'py>,
+        text: String,
+        scopes: Option<Vec<Option<String>>>,
+        budget: u64,
+        order: &str,
+        now: Option<Micros>,
+        depth: Option<usize>,
+        kinds: Option<Vec<String>>,
+        session_id: Option<String>,
+        since: Option<Micros>,
+        until: Option<Micros>,
+        on_injection: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        let order = Order::parse(order).map_err(to_py)?;
+        let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
+        let query =
+            Query { text, scopes, budget, now, depth, kinds, session_id, since, until, injection };
+        awaitable(py, move || Ok(Context::from(core.context(&query, order)?)))
     }
 
     fn get_many<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyAny>> {

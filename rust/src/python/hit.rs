@@ -12,17 +12,18 @@ pub struct Hit {
     entry: Entry,
     #[pyo3(get)]
     score: f32,
+    risks: Vec<&'static str>,
 }
 
 impl From<EngineHit> for Hit {
     fn from(hit: EngineHit) -> Self {
-        Self { entry: hit.entry, score: hit.score }
+        Self { entry: hit.entry, score: hit.score, risks: hit.risks }
     }
 }
 
 impl From<Entry> for Hit {
     fn from(entry: Entry) -> Self {
-        Self { entry, score: 0.0 }
+        EngineHit::new(entry, 0.0).into()
     }
 }
 
@@ -47,6 +48,11 @@ impl Hit {
     #[getter]
     fn session_id(&self) -> Option<&str> {
         self.entry.session_id.as_deref()
+    }
+    /// Prompt-injection risks found in the content, e.g. `["instruction_override"]`.
+    #[getter]
+    fn risks(&self) -> Vec<&'static str> {
+        self.risks.clone()
     }
     #[getter]
     fn tokens(&self) -> u32 {

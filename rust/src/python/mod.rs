@@ -1,6 +1,7 @@
 //! PyO3 bindings (feature `python`): the `contextforge._core` module.
 
 mod call;
+mod context;
 mod engine;
 mod errors;
 mod hit;
@@ -15,6 +16,8 @@ mod _core {
     use super::engine::default_config;
     #[pymodule_export]
     use super::hit::Hit;
+    #[pymodule_export]
+    use super::context::Context;
     #[pymodule_export]
     use super::call::_shutdown;
 
