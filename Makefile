@@ -6,7 +6,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/contextforge/target
 # Never let a build try to download a Rust toolchain.
 export MATURIN_NO_INSTALL_RUST := 1
 
-.PHONY: help dev release test test-rust test-python typecheck bench bench-smoke quickstart
+.PHONY: help dev release test test-rust test-python typecheck bench bench-scrub bench-smoke quickstart
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -42,6 +42,9 @@ release: $(PY) ## Build the extension with the release profile into .venv
 bench: release ## The side-by-side benchmark against the peers (release build)
 	$(PY) -m pip install -q -r benchmarks/requirements.txt
 	$(PY) benchmarks/run.py --sizes 10000,100000 --build-harness --out benchmarks/results
+
+bench-scrub: ## Scrubber throughput in MB/s (release build of the engine tests)
+	cargo test --release --test scrub throughput -- --ignored --nocapture
 
 bench-smoke: dev ## A tiny run of the benchmark suite, as CI does (not a timing)
 	$(PY) -m pip install -q -r benchmarks/requirements.txt
