@@ -128,7 +128,9 @@ def save_item(
     metadata: object = None,
     timestamp: Any = None,
     dedupe: object = True,
-) -> tuple[str, str, str | None, str | None, str | None, int | None, bool]:
+    ttl: Any = None,
+    expires_at: Any = None,
+) -> tuple[str, str, str | None, str | None, str | None, int | None, int | None, bool]:
     if not isinstance(dedupe, bool):
         raise InvalidTypeError(f"dedupe must be a bool, not {type(dedupe).__name__}")
     return (
@@ -138,8 +140,29 @@ def save_item(
         optional_text("session_id", session_id),
         metadata_json(metadata),
         timestamp_us("timestamp", timestamp),
+        expiry_us(ttl, expires_at),
         dedupe,
     )
+
+
+def expiry_us(ttl: Any, expires_at: Any) -> int | None:
+    """When an entry expires, from a time to live (seconds or a timedelta, counted
+    from now) or an absolute ``expires_at``; at most one of the two."""
+    if ttl is not None and expires_at is not None:
+        raise InvalidInputError("give ttl or expires_at, not both")
+    if expires_at is not None:
+        return timestamp_us("expires_at", expires_at)
+    if ttl is None:
+        return None
+    if isinstance(ttl, timedelta):
+        seconds = ttl.total_seconds()
+    elif isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise InvalidTypeError(f"ttl must be seconds or a timedelta, not {type(ttl).__name__}")
+    else:
+        seconds = float(ttl)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InvalidInputError(f"ttl must be a positive duration, got {ttl!r}")
+    return timestamp_us("expires_at", datetime.now(timezone.utc).timestamp() + seconds)
 
 
 def label(name: str, value: object) -> str:
@@ -208,6 +231,7 @@ class QueryOptions(TypedDict):
     session_id: str | None
     since: int | None
     until: int | None
+    metadata: str | None
     on_injection: str
 
 
@@ -218,6 +242,7 @@ def query_options(
     session_id: object,
     since: Any,
     until: Any,
+    metadata: object,
     on_injection: object,
 ) -> QueryOptions:
     """The keyword options shared by ``query`` and ``context``, checked."""
@@ -228,5 +253,6 @@ def query_options(
         "session_id": optional_text("session_id", session_id),
         "since": timestamp_us("since", since),
         "until": timestamp_us("until", until),
+        "metadata": metadata_json(metadata),
         "on_injection": choice("on_injection", on_injection, ("flag", "drop")),
     }

@@ -58,7 +58,7 @@ class Context:
     def unknown_citations(self, answer: str) -> list[str]:
         """Citation ids in ``answer`` that are not in this block."""
 
-_Item = tuple[str, str, str | None, str | None, str | None, int | None, bool]
+_Item = tuple[str, str, str | None, str | None, str | None, int | None, int | None, bool]
 _Filter = tuple[bool, str | None, str | None, str | None, int | None, int | None]
 
 @final
@@ -95,6 +95,7 @@ class Engine:
         session_id: str | None = None,
         since: int | None = None,
         until: int | None = None,
+        metadata: str | None = None,
         on_injection: str = "flag",
     ) -> Awaitable[list[Hit]]: ...
     def context(
@@ -110,6 +111,7 @@ class Engine:
         session_id: str | None = None,
         since: int | None = None,
         until: int | None = None,
+        metadata: str | None = None,
         on_injection: str = "flag",
     ) -> Awaitable[Context]: ...
     def get_many(self, ids: list[int]) -> Awaitable[list[Hit | None]]: ...
@@ -124,6 +126,7 @@ class Engine:
     ) -> Awaitable[Hit]:
         """`metadata`/`scope` take (given?, value) so that `None` can mean "remove"."""
     def delete_many(self, ids: list[int]) -> Awaitable[list[bool]]: ...
+    def purge_expired(self, now: int | None = None) -> Awaitable[int]: ...
     def clear_scope(self, scope: str) -> Awaitable[int]: ...
     def clear_all(self) -> Awaitable[int]: ...
     def count(self, filter: _Filter) -> Awaitable[int]: ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -16,7 +17,7 @@ __all__ = ["ContextForge", "verify_citations"]
 T = TypeVar("T")
 
 _SAVE_KEYS = frozenset(
-    {"content", "kind", "scope", "session_id", "metadata", "timestamp", "dedupe"}
+    {"content", "kind", "scope", "session_id", "metadata", "timestamp", "dedupe", "ttl", "expires_at"}
 )
 _UNSET: Any = object()
 _PAGE = 500
@@ -106,6 +107,8 @@ class ContextForge:
         metadata: Mapping[str, Any] | None = None,
         timestamp: Timestamp | None = None,
         dedupe: bool = True,
+        ttl: float | timedelta | None = None,
+        expires_at: Timestamp | None = None,
     ) -> int:
         """Saves one entry and returns its id.
 
@@ -124,12 +127,17 @@ class ContextForge:
             dedupe: When content identical after normalisation (Unicode NFKC,
                 whitespace) already exists in the scope, return its id instead of
                 saving a second copy. Pass ``False`` to keep both.
+            ttl: Forget the entry this long from now (seconds or a ``timedelta``).
+            expires_at: ...or at this time. Expired entries are never returned and
+                are purged (on open and by :meth:`purge_expired`).
 
         Raises:
             InvalidInputError: (a ``ValueError``; ``InvalidTypeError`` is also a
                 ``TypeError``) when an argument is rejected. Nothing is saved.
         """
-        item = _convert.save_item(content, kind, scope, session_id, metadata, timestamp, dedupe)
+        item = _convert.save_item(
+            content, kind, scope, session_id, metadata, timestamp, dedupe, ttl, expires_at
+        )
         ids = await _call(lambda: self._engine.save_many([item]))
         return ids[0]
 
@@ -169,6 +177,7 @@ class ContextForge:
         session_id: str | None = None,
         since: Timestamp | None = None,
         until: Timestamp | None = None,
+        metadata: Mapping[str, Any] | None = None,
         on_injection: InjectionPolicy = "flag",
     ) -> list[_core.Hit]:
         """Finds the entries most relevant to ``q`` and packs them into ``budget`` tokens.
@@ -190,6 +199,8 @@ class ContextForge:
             session_id: Only entries of this session.
             since: Only entries at or after this time.
             until: Only entries before this time.
+            metadata: Only entries whose metadata has these top-level values
+                (``{"source": "slack", "priority": 2}``; str, number, bool or None).
             on_injection: ``"flag"`` returns hits that look like prompt injection
                 with their ``risks`` listed; ``"drop"`` leaves them out and packs
                 the budget with the next best.
@@ -198,7 +209,9 @@ class ContextForge:
         the same query returns on a store holding only the matching entries.
         """
         args = _convert.query_args(q, scope, budget)
-        opts = _convert.query_options(now, depth, kinds, session_id, since, until, on_injection)
+        opts = _convert.query_options(
+            now, depth, kinds, session_id, since, until, metadata, on_injection
+        )
         return await _call(lambda: self._engine.query(*args, **opts))
 
     async def context(
@@ -214,6 +227,7 @@ class ContextForge:
         session_id: str | None = None,
         since: Timestamp | None = None,
         until: Timestamp | None = None,
+        metadata: Mapping[str, Any] | None = None,
         on_injection: InjectionPolicy = "flag",
     ) -> _core.Context:
         """A prompt-ready block of the memory relevant to ``q``.
@@ -233,7 +247,9 @@ class ContextForge:
         block with :func:`contextforge.verify_citations`.
         """
         args = _convert.query_args(q, scope, budget)
-        opts = _convert.query_options(now, depth, kinds, session_id, since, until, on_injection)
+        opts = _convert.query_options(
+            now, depth, kinds, session_id, since, until, metadata, on_injection
+        )
         how = _convert.choice("order", order, ("score", "chronological", "edges"))
         return await _call(lambda: self._engine.context(*args, order=how, **opts))
 
@@ -284,6 +300,12 @@ class ContextForge:
     async def delete_many(self, ids: Iterable[int]) -> list[bool]:
         """Deletes entries in one transaction; returns for each whether it existed."""
         return await self._engine.delete_many(_convert.ids(ids))
+
+    async def purge_expired(self, *, now: Timestamp | None = None) -> int:
+        """Deletes the entries that have expired (by ``now``, default the current
+        time) and returns how many. Expired entries are never returned anyway;
+        this reclaims their space."""
+        return await self._engine.purge_expired(_convert.timestamp_us("now", now))
 
     async def clear_scope(self, scope: str) -> int:
         """Deletes every entry of exactly ``scope`` (no prefixes, no wildcards) and

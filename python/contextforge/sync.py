@@ -10,6 +10,7 @@ import sys
 import threading
 import weakref
 from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping, Sequence
+from datetime import timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -96,6 +97,8 @@ class ContextForgeSync:
         metadata: Mapping[str, Any] | None = None,
         timestamp: Timestamp | None = None,
         dedupe: bool = True,
+        ttl: float | timedelta | None = None,
+        expires_at: Timestamp | None = None,
     ) -> int:
         return self._run(
             self._async.save(
@@ -106,6 +109,8 @@ class ContextForgeSync:
                 metadata=metadata,
                 timestamp=timestamp,
                 dedupe=dedupe,
+                ttl=ttl,
+                expires_at=expires_at,
             )
         )
 
@@ -124,6 +129,7 @@ class ContextForgeSync:
         session_id: str | None = None,
         since: Timestamp | None = None,
         until: Timestamp | None = None,
+        metadata: Mapping[str, Any] | None = None,
         on_injection: InjectionPolicy = "flag",
     ) -> list[_core.Hit]:
         return self._run(
@@ -137,6 +143,7 @@ class ContextForgeSync:
                 session_id=session_id,
                 since=since,
                 until=until,
+                metadata=metadata,
                 on_injection=on_injection,
             )
         )
@@ -154,6 +161,7 @@ class ContextForgeSync:
         session_id: str | None = None,
         since: Timestamp | None = None,
         until: Timestamp | None = None,
+        metadata: Mapping[str, Any] | None = None,
         on_injection: InjectionPolicy = "flag",
     ) -> _core.Context:
         return self._run(
@@ -168,6 +176,7 @@ class ContextForgeSync:
                 session_id=session_id,
                 since=since,
                 until=until,
+                metadata=metadata,
                 on_injection=on_injection,
             )
         )
@@ -197,6 +206,9 @@ class ContextForgeSync:
 
     def delete_many(self, ids: Iterable[int]) -> list[bool]:
         return self._run(self._async.delete_many(_here(ids)))
+
+    def purge_expired(self, *, now: Timestamp | None = None) -> int:
+        return self._run(self._async.purge_expired(now=now))
 
     def clear_scope(self, scope: str) -> int:
         return self._run(self._async.clear_scope(scope))

@@ -22,6 +22,8 @@ pub struct NewEntry {
     /// A JSON object, already serialised.
     pub metadata: Option<String>,
     pub timestamp: Option<Micros>,
+    /// When the entry expires: it is never returned after this, and is purged.
+    pub expires_at: Option<Micros>,
     /// Return the existing id instead of saving a second copy of content that is
     /// identical after normalisation in the same scope.
     pub dedupe: bool,
@@ -36,6 +38,7 @@ impl NewEntry {
             session_id: None,
             metadata: None,
             timestamp: None,
+            expires_at: None,
             dedupe: true,
         }
     }
@@ -70,6 +73,9 @@ impl NewEntry {
         }
         if let Some(ts) = self.timestamp {
             validate_timestamp("timestamp", ts)?;
+        }
+        if let Some(ts) = self.expires_at {
+            validate_timestamp("expires_at", ts)?;
         }
         Ok(())
     }
@@ -108,6 +114,14 @@ pub struct Entry {
     pub metadata: Option<String>,
     pub timestamp: Micros,
     pub tokens: u32,
+    pub expires_at: Option<Micros>,
+}
+
+impl Entry {
+    /// Whether the entry is still alive at `now`.
+    pub fn alive_at(&self, now: Micros) -> bool {
+        self.expires_at.is_none_or(|at| at > now)
+    }
 }
 
 /// A ranked entry returned by a query.

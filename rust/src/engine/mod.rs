@@ -46,7 +46,10 @@ impl Engine {
         let index = Arc::new(SearchIndex::open(config.resolved_index_dir().as_deref(), &store)?);
         let flusher =
             Flusher::start(Arc::clone(&index), Duration::from_millis(config.flush_ms.max(1)))?;
-        Ok(Self { config, store, index, flusher, tokens, scrubber, closed: AtomicBool::new(false) })
+        let engine =
+            Self { config, store, index, flusher, tokens, scrubber, closed: AtomicBool::new(false) };
+        engine.purge_expired(None)?;
+        Ok(engine)
     }
 
     pub fn config(&self) -> &Config {

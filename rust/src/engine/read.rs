@@ -32,6 +32,8 @@ pub struct Query {
     pub since: Option<Micros>,
     /// Entries strictly before this time.
     pub until: Option<Micros>,
+    /// A JSON object of top-level values the entry's metadata must equal.
+    pub metadata: Option<String>,
     /// Whether hits flagged for prompt injection are returned (flagged) or dropped.
     pub injection: InjectionPolicy,
 }
@@ -98,7 +100,9 @@ impl Engine {
         self.check_open()?;
         query.validate()?;
         self.follow()?;
+        let now = query.now.unwrap_or_else(now_micros);
         let request = SearchRequest {
+            metadata: metadata_filter(query.metadata.as_deref())?,
             text: query.text.clone(),
             scopes: query.scopes.as_ref().map(|scopes| {
                 scopes.iter().map(|s| scope_key(s.as_deref()).to_owned()).collect()
@@ -108,7 +112,7 @@ impl Engine {
             since: query.since,
             until: query.until,
             depth: query.depth.unwrap_or(self.config.depth),
-            now: query.now.unwrap_or_else(now_micros),
+            now,
             recency_weight: self.config.recency.weight,
             half_life_us: f64::from(self.config.recency.half_life_days) * MICROS_PER_DAY,
         };
@@ -135,7 +139,13 @@ impl Engine {
     /// Entries by id, in the order asked; `None` for ids that do not exist.
     pub fn get_many(&self, ids: &[i64]) -> Result<Vec<Option<Hit>>> {
         self.check_open()?;
-        Ok(self.store.fetch(ids)?.into_iter().map(|e| e.map(|e| Hit::new(e, 0.0))).collect())
+        let now = now_micros();
+        Ok(self
+            .store
+            .fetch(ids)?
+            .into_iter()
+            .map(|e| e.filter(|e| e.alive_at(now)).map(|e| Hit::new(e, 0.0)))
+            .collect())
     }
 
     /// One page of entries, newest first, after the `(timestamp, id)` cursor.
@@ -147,13 +157,14 @@ impl Engine {
     ) -> Result<Vec<Entry>> {
         self.check_open()?;
         validate_filter(filter)?;
-        self.store.list(filter, after, limit.clamp(1, MAX_DEPTH))
+        let filter = ListFilter { alive_at: Some(now_micros()), ..filter.clone() };
+        self.store.list(&filter, after, limit.clamp(1, MAX_DEPTH))
     }
 
     pub fn count(&self, filter: &ListFilter) -> Result<i64> {
         self.check_open()?;
         validate_filter(filter)?;
-        self.store.count(filter)
+        self.store.count(&ListFilter { alive_at: Some(now_micros()), ..filter.clone() })
     }
 
     /// Every scope with its number of entries; `None` is the global scope.
@@ -161,6 +172,27 @@ impl Engine {
         self.check_open()?;
         self.store.scopes()
     }
+}
+
+/// Index terms for a metadata equality filter: a JSON object of scalars.
+fn metadata_filter(json: Option<&str>) -> Result<Vec<String>> {
+    let Some(json) = json else { return Ok(Vec::new()) };
+    let value: serde_json::Value = serde_json::from_str(json)
+        .map_err(|err| Error::invalid(format!("metadata filter is not JSON: {err}")))?;
+    let serde_json::Value::Object(map) = value else {
+        return Err(Error::invalid("metadata filter must be an object"));
+    };
+    map.iter()
+        .map(|(key, value)| {
+            if value.is_object() || value.is_array() {
+                Err(Error::invalid(format!(
+                    "metadata filter {key:?}: only str, number, bool and null values can be matched"
+                )))
+            } else {
+                Ok(crate::index::schema::metadata_term(key, value))
+            }
+        })
+        .collect()
 }
 
 fn validate_filter(filter: &ListFilter) -> Result<()> {

@@ -56,6 +56,7 @@ impl Engine {
                     scope: e.scope,
                     session_id: e.session_id,
                     metadata: e.metadata,
+                    expires_at: e.expires_at,
                     dedup_key,
                 }
             })
@@ -75,6 +76,7 @@ impl Engine {
                     metadata: p.metadata,
                     timestamp: p.timestamp,
                     tokens: p.tokens,
+                    expires_at: p.expires_at,
                 };
                 Some(Change { seq, entry_id: w.id, op: ChangeOp::Insert, entry: Some(entry) })
             })
@@ -149,6 +151,15 @@ impl Engine {
         let gone: std::collections::HashSet<i64> = deleted.iter().map(|&(id, _)| id).collect();
         self.publish(deletions(deleted))?;
         Ok(ids.iter().map(|id| gone.contains(id)).collect())
+    }
+
+    /// Deletes the entries that expired at or before `now`; returns how many.
+    pub fn purge_expired(&self, now: Option<crate::entry::Micros>) -> Result<usize> {
+        self.check_open()?;
+        let deleted = self.store.purge_expired(now.unwrap_or_else(now_micros))?;
+        let n = deleted.len();
+        self.publish(deletions(deleted))?;
+        Ok(n)
     }
 
     /// Deletes every entry of exactly `scope`; returns how many.

@@ -26,6 +26,10 @@ pub struct Fields {
     pub text: Field,
     pub ts: Field,
     pub tokens: Field,
+    /// Expiry time, `i64::MAX` for never.
+    pub expires: Field,
+    /// Top-level scalar metadata as `key=<json value>` terms, for equality filters.
+    pub meta: Field,
 }
 
 pub fn build() -> (Schema, Fields) {
@@ -44,6 +48,8 @@ pub fn build() -> (Schema, Fields) {
         text: builder.add_text_field("text", text_options),
         ts: builder.add_i64_field("ts", FAST),
         tokens: builder.add_u64_field("tokens", FAST),
+        expires: builder.add_i64_field("expires", FAST),
+        meta: builder.add_text_field("meta", STRING),
     };
     (builder.build(), fields)
 }
@@ -76,7 +82,29 @@ pub fn document(fields: &Fields, entry: &Entry) -> TantivyDocument {
     doc.add_text(fields.text, &entry.content);
     doc.add_i64(fields.ts, entry.timestamp);
     doc.add_u64(fields.tokens, u64::from(entry.tokens));
+    doc.add_i64(fields.expires, entry.expires_at.unwrap_or(i64::MAX));
+    for term in metadata_terms(entry.metadata.as_deref()) {
+        doc.add_text(fields.meta, term);
+    }
     doc
+}
+
+/// The filterable terms of a metadata object: one `key=<json>` per top-level
+/// scalar value, in serde_json's canonical form.
+pub fn metadata_terms(metadata: Option<&str>) -> Vec<String> {
+    let Some(Ok(serde_json::Value::Object(map))) =
+        metadata.map(serde_json::from_str::<serde_json::Value>)
+    else {
+        return Vec::new();
+    };
+    map.iter()
+        .filter(|(_, v)| !v.is_object() && !v.is_array())
+        .map(|(k, v)| metadata_term(k, v))
+        .collect()
+}
+
+pub fn metadata_term(key: &str, value: &serde_json::Value) -> String {
+    format!("{key}={value}")
 }
 
 /// The analysed terms of `text`, in order, with repeats.

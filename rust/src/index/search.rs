@@ -31,6 +31,8 @@ pub struct SearchRequest {
     pub session_id: Option<String>,
     pub since: Option<Micros>,
     pub until: Option<Micros>,
+    /// Metadata equality filters as `metadata_term`s; all must hold.
+    pub metadata: Vec<String>,
     pub depth: usize,
     pub now: Micros,
     pub recency_weight: f32,
@@ -101,6 +103,10 @@ impl SearchIndex {
             let term = Term::from_field_text(self.fields.session, session);
             filter(Box::new(TermQuery::new(term, IndexRecordOption::Basic)));
         }
+        for term in &req.metadata {
+            let term = Term::from_field_text(self.fields.meta, term);
+            filter(Box::new(TermQuery::new(term, IndexRecordOption::Basic)));
+        }
         if req.since.is_some() || req.until.is_some() {
             let bound = |ts: Option<Micros>, inclusive: bool| match ts {
                 None => Bound::Unbounded,
@@ -122,6 +128,11 @@ impl SearchRequest {
             && self.session_id.as_ref().is_none_or(|s| entry.session_id.as_ref() == Some(s))
             && self.since.is_none_or(|since| entry.timestamp >= since)
             && self.until.is_none_or(|until| entry.timestamp < until)
+            && entry.alive_at(self.now)
+            && (self.metadata.is_empty() || {
+                let terms = schema::metadata_terms(entry.metadata.as_deref());
+                self.metadata.iter().all(|t| terms.contains(t))
+            })
     }
 }
 
@@ -199,13 +210,15 @@ impl ScoreFn {
         let ids = fast.i64("id").ok().map(|c| c.first_or_default_col(0));
         let ts = fast.i64("ts").ok().map(|c| c.first_or_default_col(0));
         let tokens = fast.u64("tokens").ok().map(|c| c.first_or_default_col(0));
+        let expires = fast.i64("expires").ok().map(|c| c.first_or_default_col(i64::MAX));
         let this = self.clone();
         move |doc, score| {
-            let (Some(ids), Some(ts), Some(tokens)) = (&ids, &ts, &tokens) else {
+            let (Some(ids), Some(ts), Some(tokens), Some(expires)) = (&ids, &ts, &tokens, &expires)
+            else {
                 return (f32::NEG_INFINITY, 0, 0);
             };
             let id = ids.get_val(doc);
-            if this.tombstones.contains_key(&id) {
+            if this.tombstones.contains_key(&id) || expires.get_val(doc) <= this.now {
                 return (f32::NEG_INFINITY, id, 0);
             }
             let boost = recency_boost(ts.get_val(doc), this.now, this.weight, this.half_life_us);

@@ -143,6 +143,7 @@ mod tests {
             metadata: None,
             timestamp: 0,
             tokens: 1,
+            expires_at: None,
         }
     }
 

@@ -17,8 +17,17 @@ use crate::entry::{Micros, NewEntry};
 use crate::error::Error;
 
 /// One item for `save_many`:
-/// (content, kind, scope, session_id, metadata_json, timestamp_us, dedupe).
-type Item = (String, String, Option<String>, Option<String>, Option<String>, Option<Micros>, bool);
+/// (content, kind, scope, session_id, metadata_json, timestamp_us, expires_at_us, dedupe).
+type Item = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<Micros>,
+    Option<Micros>,
+    bool,
+);
 
 /// A `list`/`count` filter: (scope given?, scope, kind, session_id, since, until).
 type Filter = (bool, Option<String>, Option<String>, Option<String>, Option<Micros>, Option<Micros>);
@@ -39,7 +48,7 @@ fn hits(found: Vec<Option<crate::entry::Hit>>) -> Vec<Option<Hit>> {
 }
 
 fn list_filter((has_scope, scope, kind, session_id, since, until): Filter) -> ListFilter {
-    ListFilter { scope: has_scope.then_some(scope), kind, session_id, since, until }
+    ListFilter { scope: has_scope.then_some(scope), kind, session_id, since, until, alive_at: None }
 }
 
 #[pymethods]
@@ -84,20 +93,14 @@ impl Engine {
         let core = self.core()?;
         let entries: Vec<NewEntry> = items
             .into_iter()
-            .map(|(content, kind, scope, session_id, metadata, timestamp, dedupe)| NewEntry {
-                content,
-                kind,
-                scope,
-                session_id,
-                metadata,
-                timestamp,
-                dedupe,
+            .map(|(content, kind, scope, session_id, metadata, timestamp, expires_at, dedupe)| {
+                NewEntry { content, kind, scope, session_id, metadata, timestamp, expires_at, dedupe }
             })
             .collect();
         awaitable(py, move || core.save_many(entries))
     }
 
-    #[pyo3(signature = (text, scopes, budget, *, now=None, depth=None, kinds=None, session_id=None, since=None, until=None, on_injection="flag"))]
+    #[pyo3(signature = (text, scopes, budget, *, now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag"))]
     #[allow(clippy::too_many_arguments)]
     fn query<'py>(
         &self,
@@ -111,16 +114,28 @@ impl Engine {
         session_id: Option<String>,
         since: Option<Micros>,
         until: Option<Micros>,
+        metadata: Option<String>,
         on_injection: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
-        let query =
-            Query { text, scopes, budget, now, depth, kinds, session_id, since, until, injection };
+        let query = Query {
+            text,
+            scopes,
+            budget,
+            now,
+            depth,
+            kinds,
+            session_id,
+            since,
+            until,
+            metadata,
+            injection,
+        };
         awaitable(py, move || Ok(core.query(&query)?.into_iter().map(Hit::from).collect::<Vec<_>>()))
     }
 
-    #[pyo3(signature = (text, scopes, budget, *, order="score", now=None, depth=None, kinds=None, session_id=None, since=None, until=None, on_injection="flag"))]
+    #[pyo3(signature = (text, scopes, budget, *, order="score", now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag"))]
     #[allow(clippy::too_many_arguments)]
     fn context<'py>(
         &self,
@@ -135,13 +150,25 @@ impl Engine {
         session_id: Option<String>,
         since: Option<Micros>,
         until: Option<Micros>,
+        metadata: Option<String>,
         on_injection: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         let order = Order::parse(order).map_err(to_py)?;
         let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
-        let query =
-            Query { text, scopes, budget, now, depth, kinds, session_id, since, until, injection };
+        let query = Query {
+            text,
+            scopes,
+            budget,
+            now,
+            depth,
+            kinds,
+            session_id,
+            since,
+            until,
+            metadata,
+            injection,
+        };
         awaitable(py, move || Ok(Context::from(core.context(&query, order)?)))
     }
 
@@ -174,6 +201,12 @@ impl Engine {
     fn delete_many<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         awaitable(py, move || core.delete_many(&ids))
+    }
+
+    #[pyo3(signature = (now=None))]
+    fn purge_expired<'py>(&self, py: Python<'py>, now: Option<Micros>) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || core.purge_expired(now))
     }
 
     fn clear_scope<'py>(&self, py: Python<'py>, scope: String) -> PyResult<Bound<'py, PyAny>> {

@@ -32,6 +32,7 @@ pub struct PreparedEntry {
     pub metadata: Option<String>,
     pub timestamp: Micros,
     pub tokens: u32,
+    pub expires_at: Option<Micros>,
     /// The normalised content's key; `None` skips duplicate detection.
     pub dedup_key: Option<(i64, String)>,
 }

@@ -20,6 +20,8 @@ pub struct ListFilter {
     pub session_id: Option<String>,
     pub since: Option<Micros>,
     pub until: Option<Micros>,
+    /// Only entries alive at this time (not expired).
+    pub alive_at: Option<Micros>,
 }
 
 impl ListFilter {
@@ -45,6 +47,10 @@ impl ListFilter {
         if let Some(until) = self.until {
             params.push(Value::Integer(until));
             clauses.push(format!("ts < ?{}", params.len()));
+        }
+        if let Some(now) = self.alive_at {
+            params.push(Value::Integer(now));
+            clauses.push(format!("(expires_at IS NULL OR expires_at > ?{})", params.len()));
         }
         let sql = if clauses.is_empty() { "1".to_owned() } else { clauses.join(" AND ") };
         (sql, params)
@@ -135,7 +141,7 @@ impl Store {
     pub fn changes_since(&self, after: i64, limit: usize) -> Result<Vec<Change>> {
         let sql = format!(
             "SELECT c.seq, c.entry_id, c.op, e.id, e.content, e.kind, e.scope, e.session_id, \
-             e.metadata, e.ts, e.tokens \
+             e.metadata, e.ts, e.tokens, e.expires_at \
              FROM changes c LEFT JOIN entries e ON e.id = c.entry_id \
              WHERE c.seq > ?1 ORDER BY c.seq LIMIT {limit}"
         );

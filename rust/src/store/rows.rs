@@ -5,7 +5,8 @@ use libsql::{Row, Value};
 use crate::entry::Entry;
 use crate::error::Result;
 
-pub const ENTRY_COLUMNS: &str = "id, content, kind, scope, session_id, metadata, ts, tokens";
+pub const ENTRY_COLUMNS: &str =
+    "id, content, kind, scope, session_id, metadata, ts, tokens, expires_at";
 
 /// Reads an entry from `ENTRY_COLUMNS` starting at column `at`.
 pub fn entry(row: &Row, at: i32) -> Result<Entry> {
@@ -18,6 +19,7 @@ pub fn entry(row: &Row, at: i32) -> Result<Entry> {
         metadata: row.get(at + 5)?,
         timestamp: row.get(at + 6)?,
         tokens: row.get(at + 7)?,
+        expires_at: row.get(at + 8)?,
     })
 }
 

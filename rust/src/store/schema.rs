@@ -38,6 +38,12 @@ pub const MIGRATIONS: &[&str] = &[
         op       INTEGER NOT NULL
     );
     ",
+    // 2: expiry, and when a query last returned an entry (for LRU eviction).
+    r"
+    ALTER TABLE entries ADD COLUMN expires_at INTEGER;
+    ALTER TABLE entries ADD COLUMN last_returned INTEGER;
+    CREATE INDEX entries_expiry ON entries (expires_at) WHERE expires_at IS NOT NULL;
+    ",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

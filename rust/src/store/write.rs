@@ -7,7 +7,7 @@ use libsql::{Connection, TransactionBehavior, Value};
 use super::rows::{self, opt_text, text, ENTRY_COLUMNS};
 use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
 use super::{now_micros, PreparedEntry, Store};
-use crate::entry::Entry;
+use crate::entry::{Entry, Micros};
 use crate::error::{Error, Result};
 use crate::runtime::block_on;
 
@@ -47,7 +47,8 @@ impl Store {
                 }
                 tx.execute(
                     "INSERT INTO entries (content, kind, scope, session_id, metadata, ts, tokens, \
-                     created_at, content_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                     created_at, content_key, expires_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                     vec![
                         text(&e.content),
                         text(&e.kind),
@@ -61,6 +62,7 @@ impl Store {
                             || crate::normalize::content_key(&crate::normalize::normalize(&e.content)),
                             |(key, _)| *key,
                         )),
+                        e.expires_at.map_or(Value::Null, Value::Integer),
                     ],
                 )
                 .await?;
@@ -146,12 +148,22 @@ impl Store {
         }))
     }
 
+    /// Deletes every entry that expired at or before `now`.
+    pub fn purge_expired(&self, now: Micros) -> Result<Vec<(i64, i64)>> {
+        self.delete_where("SELECT id FROM entries WHERE expires_at <= ?1", vec![Value::Integer(now)])
+    }
+
     /// Deletes every entry of `scope`, or every entry at all for `None`.
     pub fn clear(&self, scope: Option<&str>) -> Result<Vec<(i64, i64)>> {
         let (select, params) = match scope {
             Some(scope) => ("SELECT id FROM entries WHERE scope = ?1", vec![text(scope)]),
             None => ("SELECT id FROM entries", vec![]),
         };
+        self.delete_where(select, params)
+    }
+
+    /// Deletes the entries `select` names (a query returning ids), logging each.
+    fn delete_where(&self, select: &str, params: Vec<Value>) -> Result<Vec<(i64, i64)>> {
         self.with_writer(|conn| block_on(async {
             let tx = begin(conn).await?;
             let mut found = tx.query(select, params).await?;
