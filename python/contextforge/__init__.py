@@ -19,6 +19,7 @@ from .errors import (
     SearchIndexError,
     StorageError,
 )
+from .hits import Hits
 from .memory import ContextForge, verify_citations
 from .sync import ContextForgeSync
 
@@ -30,6 +31,7 @@ __all__ = [
     "ContextForgeSync",
     "ContextForgeError",
     "Hit",
+    "Hits",
     "IncompatibleStoreError",
     "InternalError",
     "InvalidInputError",

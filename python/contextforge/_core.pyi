@@ -30,6 +30,9 @@ class Hit:
     def tokens(self) -> int:
         """The content's length in the store's tokenizer."""
     @property
+    def explain(self) -> dict[str, float] | None:
+        """With ``explain=True``: relevance, recency, diversity (0 until MMR), final, rank."""
+    @property
     def risks(self) -> list[str]:
         """Prompt-injection risks found in the content, e.g. ``["instruction_override"]``."""
     @property
@@ -80,6 +83,8 @@ class Engine:
         scrub: bool,
         scrub_pii: bool,
         scrub_metadata: bool,
+        max_entries_per_scope: int | None,
+        eviction: str,
     ) -> Awaitable[Engine]: ...
     def save_many(self, items: list[_Item]) -> Awaitable[list[int]]:
         """Saves entries in one transaction and returns their ids."""
@@ -97,7 +102,8 @@ class Engine:
         until: int | None = None,
         metadata: str | None = None,
         on_injection: str = "flag",
-    ) -> Awaitable[list[Hit]]: ...
+        explain: bool = False,
+    ) -> Awaitable[tuple[list[Hit], dict[str, float] | None]]: ...
     def context(
         self,
         text: str,

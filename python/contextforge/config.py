@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Union
+from typing import Literal, Union
 
 __all__ = ["Config"]
 
@@ -40,6 +40,12 @@ class Config:
             (Luhn-checked) and IBANs. Off by default.
         scrub_metadata: Scrub the strings inside metadata too (keys give context:
             ``{"password": "hunter2"}`` is redacted).
+        max_entries_per_scope: Keep at most this many entries in each scope (the
+            global scope counts as one); ``None`` keeps everything. A save that
+            overfills a scope evicts in that scope only, in the same transaction.
+        eviction: Which entries a full scope gives up first: ``"oldest"`` (by
+            timestamp) or ``"least_recently_returned"`` (by the last time a query
+            returned them; an entry never returned counts from when it was saved).
     """
 
     path: str = ":memory:"
@@ -54,6 +60,8 @@ class Config:
     scrub: bool = True
     scrub_pii: bool = False
     scrub_metadata: bool = True
+    max_entries_per_scope: int | None = None
+    eviction: Literal["oldest", "least_recently_returned"] = "oldest"
 
     @classmethod
     def coerce(cls, target: Config | PathLike) -> Config:

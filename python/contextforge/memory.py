@@ -11,6 +11,7 @@ from . import _convert, _core
 from ._convert import ContextOrder, InjectionPolicy, Scope, Timestamp
 from .config import Config, PathLike
 from .errors import InvalidInputError, InvalidTypeError
+from .hits import Hits
 
 __all__ = ["ContextForge", "verify_citations"]
 
@@ -74,6 +75,8 @@ class ContextForge:
                 scrub=config.scrub,
                 scrub_pii=config.scrub_pii,
                 scrub_metadata=config.scrub_metadata,
+                max_entries_per_scope=config.max_entries_per_scope,
+                eviction=config.eviction,
             )
         )
         return cls(engine, config)
@@ -179,7 +182,8 @@ class ContextForge:
         until: Timestamp | None = None,
         metadata: Mapping[str, Any] | None = None,
         on_injection: InjectionPolicy = "flag",
-    ) -> list[_core.Hit]:
+        explain: bool = False,
+    ) -> Hits:
         """Finds the entries most relevant to ``q`` and packs them into ``budget`` tokens.
 
         Ranking is BM25 over the content, weighted by recency; the best entries are
@@ -204,15 +208,22 @@ class ContextForge:
             on_injection: ``"flag"`` returns hits that look like prompt injection
                 with their ``risks`` listed; ``"drop"`` leaves them out and packs
                 the budget with the next best.
+            explain: Attach to each hit its score parts (``hit.explain``:
+                relevance, recency, diversity, final, rank) and to the result the
+                time spent in each stage (``hits.timings``).
 
-        Filters are applied inside the index, so a filtered query returns what
-        the same query returns on a store holding only the matching entries.
+        Filters are applied inside the index, never by trimming a global top-k, so
+        every matching entry is a candidate. BM25 statistics are the whole store's:
+        the order may differ from a store that holds only the matching entries.
         """
         args = _convert.query_args(q, scope, budget)
         opts = _convert.query_options(
             now, depth, kinds, session_id, since, until, metadata, on_injection
         )
-        return await _call(lambda: self._engine.query(*args, **opts))
+        if not isinstance(explain, bool):
+            raise InvalidTypeError(f"explain must be a bool, not {type(explain).__name__}")
+        hits, timings = await _call(lambda: self._engine.query(*args, **opts, explain=explain))
+        return Hits(hits, timings)
 
     async def context(
         self,

@@ -18,6 +18,7 @@ from . import _core
 from ._convert import ContextOrder, InjectionPolicy, Scope, Timestamp
 from .config import Config, PathLike
 from .errors import ClosedError
+from .hits import Hits
 from .memory import _PAGE, _UNSET, ContextForge
 
 __all__ = ["ContextForgeSync"]
@@ -131,7 +132,8 @@ class ContextForgeSync:
         until: Timestamp | None = None,
         metadata: Mapping[str, Any] | None = None,
         on_injection: InjectionPolicy = "flag",
-    ) -> list[_core.Hit]:
+        explain: bool = False,
+    ) -> Hits:
         return self._run(
             self._async.query(
                 q,
@@ -145,6 +147,7 @@ class ContextForgeSync:
                 until=until,
                 metadata=metadata,
                 on_injection=on_injection,
+                explain=explain,
             )
         )
 

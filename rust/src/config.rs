@@ -3,6 +3,19 @@
 use std::path::PathBuf;
 
 use crate::error::{Error, Result};
+pub use crate::store::Eviction;
+
+impl Eviction {
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "oldest" => Ok(Self::Oldest),
+            "least_recently_returned" => Ok(Self::LeastRecentlyReturned),
+            other => Err(Error::invalid(format!(
+                "eviction must be \"oldest\" or \"least_recently_returned\", not {other:?}"
+            ))),
+        }
+    }
+}
 
 /// Where the database lives. `":memory:"` keeps everything in RAM.
 pub const MEMORY_PATH: &str = ":memory:";
@@ -65,6 +78,10 @@ pub struct Config {
     pub busy_timeout_ms: u64,
     /// What is redacted from content (and metadata) before it is stored.
     pub scrub: Scrub,
+    /// At most this many entries per scope; `None` keeps everything.
+    pub max_entries_per_scope: Option<usize>,
+    /// Which entries a full scope gives up first.
+    pub eviction: Eviction,
 }
 
 /// Scrubbing settings; secrets are redacted by default.
@@ -111,6 +128,8 @@ impl Default for Config {
             flush_ms: 1000,
             busy_timeout_ms: 10_000,
             scrub: Scrub::default(),
+            max_entries_per_scope: None,
+            eviction: Eviction::Oldest,
         }
     }
 }
@@ -136,6 +155,9 @@ impl Config {
         }
         if self.depth == 0 || self.depth > 10_000 {
             return Err(Error::invalid("depth must be between 1 and 10000"));
+        }
+        if self.max_entries_per_scope == Some(0) {
+            return Err(Error::invalid("max_entries_per_scope must be at least 1"));
         }
         if self.flush_entries == 0 {
             return Err(Error::invalid("flush_entries must be at least 1"));

@@ -131,12 +131,25 @@ pub struct Hit {
     pub score: f32,
     /// Prompt-injection risks found in the content (labels, sorted).
     pub risks: Vec<&'static str>,
+    /// How the score was made, when the query asked.
+    pub explain: Option<Explain>,
+}
+
+/// The parts of a hit's score: `score = relevance * recency`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Explain {
+    /// BM25 over the content, with statistics of the whole store.
+    pub relevance: f32,
+    /// The recency multiplier, between 1 and `1 + recency_weight`.
+    pub recency: f32,
+    /// Position among the ranked candidates, from 0, before packing.
+    pub rank: usize,
 }
 
 impl Hit {
     pub fn new(entry: Entry, score: f32) -> Self {
         let risks =
             crate::safety::injection::detect(&entry.content).iter().map(|r| r.label()).collect();
-        Self { entry, score, risks }
+        Self { entry, score, risks, explain: None }
     }
 }

@@ -77,7 +77,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn cand(id: i64, tokens: u32) -> Candidate {
-        Candidate { id, score: 1.0 / (id as f32 + 1.0), tokens }
+        Candidate { id, score: 1.0 / (id as f32 + 1.0), tokens, recency: 1.0 }
     }
 
     #[test]

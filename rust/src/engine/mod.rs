@@ -13,10 +13,13 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::index::{Flusher, SearchIndex};
 use crate::scrub::{ScrubOptions, Scrubber};
-use crate::store::{Change, Store};
+use crate::entry::Micros;
+use crate::store::{Change, Eviction, Retention, Store};
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use crate::tokens::TokenCounter;
 
-pub use read::{InjectionPolicy, Query};
+pub use read::{InjectionPolicy, Query, Timings};
 pub use write::Patch;
 
 pub use crate::store::ListFilter;
@@ -28,6 +31,8 @@ pub struct Engine {
     flusher: Flusher,
     tokens: TokenCounter,
     scrubber: Scrubber,
+    /// Entries queries returned since the last write, for LRU eviction.
+    returned: Mutex<HashMap<i64, Micros>>,
     closed: AtomicBool,
 }
 
@@ -46,8 +51,16 @@ impl Engine {
         let index = Arc::new(SearchIndex::open(config.resolved_index_dir().as_deref(), &store)?);
         let flusher =
             Flusher::start(Arc::clone(&index), Duration::from_millis(config.flush_ms.max(1)))?;
-        let engine =
-            Self { config, store, index, flusher, tokens, scrubber, closed: AtomicBool::new(false) };
+        let engine = Self {
+            config,
+            store,
+            index,
+            flusher,
+            tokens,
+            scrubber,
+            returned: Mutex::default(),
+            closed: AtomicBool::new(false),
+        };
         engine.purge_expired(None)?;
         Ok(engine)
     }
@@ -60,6 +73,7 @@ impl Engine {
     /// already; this only saves the next open some work).
     pub fn flush(&self) -> Result<()> {
         self.check_open()?;
+        self.write_returned()?;
         self.index.flush()
     }
 
@@ -70,6 +84,7 @@ impl Engine {
             return Ok(());
         }
         self.flusher.stop();
+        self.write_returned()?;
         self.index.close()
     }
 
@@ -95,6 +110,34 @@ impl Engine {
             self.flusher.nudge();
         }
         Ok(())
+    }
+
+    /// The retention rules for a write, carrying the pending returned-at times.
+    fn retention(&self) -> Option<Retention> {
+        let max_per_scope = self.config.max_entries_per_scope?;
+        let returned = std::mem::take(&mut *self.returned.lock()).into_iter().collect();
+        Some(Retention { max_per_scope, eviction: self.config.eviction, returned })
+    }
+
+    /// Notes that queries returned these entries (only when eviction uses it).
+    fn note_returned(&self, ids: impl Iterator<Item = i64>, at: Micros) {
+        if self.config.max_entries_per_scope.is_some()
+            && self.config.eviction == Eviction::LeastRecentlyReturned
+        {
+            let mut returned = self.returned.lock();
+            for id in ids {
+                returned.insert(id, at);
+            }
+        }
+    }
+
+    fn write_returned(&self) -> Result<()> {
+        match self.retention() {
+            Some(retention) if !retention.returned.is_empty() => {
+                self.store.insert(&[], Some(&retention)).map(drop)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Brings the index up to date with writes from other processes.

@@ -1,7 +1,9 @@
 //! query, get, list, count and scopes.
 
 use super::Engine;
-use crate::entry::{validate_label, validate_timestamp, Entry, Hit, Micros};
+use std::time::Instant;
+
+use crate::entry::{validate_label, validate_timestamp, Entry, Explain, Hit, Micros};
 use crate::error::{Error, Result};
 use crate::index::schema::scope_key;
 use crate::index::SearchRequest;
@@ -36,6 +38,20 @@ pub struct Query {
     pub metadata: Option<String>,
     /// Whether hits flagged for prompt injection are returned (flagged) or dropped.
     pub injection: InjectionPolicy,
+    /// Attach each hit's score parts.
+    pub explain: bool,
+}
+
+/// Where a query's time went, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Timings {
+    /// Catching up with other processes' writes.
+    pub sync_us: f64,
+    /// Ranking candidates in the index and the tail.
+    pub search_us: f64,
+    /// Packing the budget and fetching the entries.
+    pub pack_us: f64,
+    pub total_us: f64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -97,9 +113,17 @@ impl Query {
 impl Engine {
     /// Ranks entries for `query` and packs the best into its token budget.
     pub fn query(&self, query: &Query) -> Result<Vec<Hit>> {
+        self.query_timed(query).map(|(hits, _)| hits)
+    }
+
+    /// `query`, also reporting where the time went.
+    pub fn query_timed(&self, query: &Query) -> Result<(Vec<Hit>, Timings)> {
+        let started = Instant::now();
+        let since = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
         self.check_open()?;
         query.validate()?;
         self.follow()?;
+        let synced = Instant::now();
         let now = query.now.unwrap_or_else(now_micros);
         let request = SearchRequest {
             metadata: metadata_filter(query.metadata.as_deref())?,
@@ -117,6 +141,7 @@ impl Engine {
             half_life_us: f64::from(self.config.recency.half_life_days) * MICROS_PER_DAY,
         };
         let candidates = self.index.search(&request)?;
+        let searched = Instant::now();
         let drop_flagged = query.injection == InjectionPolicy::Drop;
         // An entry deleted by another process since the index last looked comes
         // back as `None` and is refused like a flagged one: its budget is reused.
@@ -126,7 +151,25 @@ impl Engine {
             |ids| Ok(self.store.fetch(ids)?.into_iter().map(|e| e.map(|e| Hit::new(e, 0.0))).collect()),
             |hit| !(drop_flagged && !hit.risks.is_empty()),
         )?;
-        Ok(packed.into_iter().map(|(c, hit)| Hit { score: c.score, ..hit }).collect())
+        self.note_returned(packed.iter().map(|(c, _)| c.id), now_micros());
+        let hits = packed
+            .into_iter()
+            .map(|(c, hit)| {
+                let explain = query.explain.then(|| Explain {
+                    relevance: c.score / c.recency,
+                    recency: c.recency,
+                    rank: candidates.iter().position(|x| x.id == c.id).unwrap_or(0),
+                });
+                Hit { score: c.score, explain, ..hit }
+            })
+            .collect();
+        let timings = Timings {
+            sync_us: (synced - started).as_secs_f64() * 1e6,
+            search_us: (searched - synced).as_secs_f64() * 1e6,
+            pack_us: since(searched),
+            total_us: since(started),
+        };
+        Ok((hits, timings))
     }
 
     /// A prompt-ready block of the best hits for `query`, wrapper included within

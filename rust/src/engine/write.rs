@@ -61,8 +61,8 @@ impl Engine {
                 }
             })
             .collect();
-        let written = self.store.insert(&prepared)?;
-        let changes = written
+        let (written, evicted) = self.store.insert(&prepared, self.retention().as_ref())?;
+        let mut changes: Vec<Change> = written
             .iter()
             .zip(prepared)
             .filter_map(|(w, p)| {
@@ -81,6 +81,7 @@ impl Engine {
                 Some(Change { seq, entry_id: w.id, op: ChangeOp::Insert, entry: Some(entry) })
             })
             .collect();
+        changes.extend(deletions(evicted));
         self.publish(changes)?;
         Ok(written.into_iter().map(|w| w.id).collect())
     }

@@ -42,8 +42,11 @@ pub struct SearchRequest {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Candidate {
     pub id: i64,
+    /// `relevance * recency`.
     pub score: f32,
     pub tokens: u32,
+    /// The recency multiplier, in `[1, 1 + weight]`.
+    pub recency: f32,
 }
 
 impl SearchIndex {
@@ -68,8 +71,8 @@ impl SearchIndex {
 
         let mut out: Vec<Candidate> = committed
             .into_iter()
-            .filter(|((score, _, _), _)| score.is_finite())
-            .map(|((score, id, tokens), _)| Candidate { id, score, tokens })
+            .filter(|((score, _, _, _), _)| score.is_finite())
+            .map(|((score, id, tokens, recency), _)| Candidate { id, score, tokens, recency })
             .collect();
         out.extend(search_tail(&view.tail, &stats, &terms, req, self.fields.text));
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
@@ -181,11 +184,10 @@ fn search_tail(
                     doc.terms.get(*term).map(|&tf| bm25(*idf, tf, doc.len, avg_len))
                 })
                 .sum();
-            (relevance > 0.0).then(|| Candidate {
-                id: doc.entry.id,
-                score: relevance
-                    * recency_boost(doc.entry.timestamp, req.now, req.recency_weight, req.half_life_us),
-                tokens: doc.entry.tokens,
+            (relevance > 0.0).then(|| {
+                let recency =
+                    recency_boost(doc.entry.timestamp, req.now, req.recency_weight, req.half_life_us);
+                Candidate { id: doc.entry.id, score: relevance * recency, tokens: doc.entry.tokens, recency }
             })
         })
         .collect()
@@ -200,9 +202,9 @@ struct ScoreFn {
     half_life_us: f64,
 }
 
-/// (final score, entry id, tokens): the id and token count come from fast fields,
-/// so ranking and packing need no stored documents.
-type SortKey = (f32, i64, u32);
+/// (final score, entry id, tokens, recency multiplier): the id and token count
+/// come from fast fields, so ranking and packing need no stored documents.
+type SortKey = (f32, i64, u32, f32);
 
 impl ScoreFn {
     fn for_segment(&self, segment: &SegmentReader) -> impl Fn(tantivy::DocId, f32) -> SortKey + 'static {
@@ -215,14 +217,14 @@ impl ScoreFn {
         move |doc, score| {
             let (Some(ids), Some(ts), Some(tokens), Some(expires)) = (&ids, &ts, &tokens, &expires)
             else {
-                return (f32::NEG_INFINITY, 0, 0);
+                return (f32::NEG_INFINITY, 0, 0, 1.0);
             };
             let id = ids.get_val(doc);
             if this.tombstones.contains_key(&id) || expires.get_val(doc) <= this.now {
-                return (f32::NEG_INFINITY, id, 0);
+                return (f32::NEG_INFINITY, id, 0, 1.0);
             }
             let boost = recency_boost(ts.get_val(doc), this.now, this.weight, this.half_life_us);
-            (score * boost, id, u32::try_from(tokens.get_val(doc)).unwrap_or(u32::MAX))
+            (score * boost, id, u32::try_from(tokens.get_val(doc)).unwrap_or(u32::MAX), boost)
         }
     }
 }

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use super::call::awaitable;
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
-use crate::config::{Config, Recency, Scrub, TokenizerSpec};
+use crate::config::{Config, Eviction, Recency, Scrub, TokenizerSpec};
 use super::context::Context;
 use crate::engine::{Engine as Core, InjectionPolicy, ListFilter, Patch, Query};
 use crate::render::Order;
@@ -54,7 +54,7 @@ fn list_filter((has_scope, scope, kind, session_id, since, until): Filter) -> Li
 #[pymethods]
 impl Engine {
     #[staticmethod]
-    #[pyo3(signature = (path, *, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms, scrub, scrub_pii, scrub_metadata))]
+    #[pyo3(signature = (path, *, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms, scrub, scrub_pii, scrub_metadata, max_entries_per_scope, eviction))]
     #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,
@@ -70,7 +70,10 @@ impl Engine {
         scrub: bool,
         scrub_pii: bool,
         scrub_metadata: bool,
+        max_entries_per_scope: Option<usize>,
+        eviction: String,
     ) -> PyResult<Bound<'_, PyAny>> {
+        let eviction = Eviction::parse(&eviction).map_err(to_py)?;
         let tokenizer = TokenizerSpec::parse(&tokenizer).map_err(to_py)?;
         let config = Config {
             path,
@@ -82,6 +85,8 @@ impl Engine {
             flush_ms,
             busy_timeout_ms,
             scrub: Scrub { secrets: scrub, pii: scrub_pii, metadata: scrub_metadata },
+            max_entries_per_scope,
+            eviction,
         };
         awaitable(py, move || {
             let core = Core::open(config)?;
@@ -100,7 +105,7 @@ impl Engine {
         awaitable(py, move || core.save_many(entries))
     }
 
-    #[pyo3(signature = (text, scopes, budget, *, now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag"))]
+    #[pyo3(signature = (text, scopes, budget, *, now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag", explain=false))]
     #[allow(clippy::too_many_arguments)]
     fn query<'py>(
         &self,
@@ -116,10 +121,12 @@ impl Engine {
         until: Option<Micros>,
         metadata: Option<String>,
         on_injection: &str,
+        explain: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
         let query = Query {
+            explain,
             text,
             scopes,
             budget,
@@ -132,7 +139,16 @@ impl Engine {
             metadata,
             injection,
         };
-        awaitable(py, move || Ok(core.query(&query)?.into_iter().map(Hit::from).collect::<Vec<_>>()))
+        awaitable(py, move || {
+            let (hits, t) = core.query_timed(&query)?;
+            let hits: Vec<Hit> = hits.into_iter().map(Hit::from).collect();
+            let timings = explain.then(|| {
+                [("sync_us", t.sync_us), ("search_us", t.search_us), ("pack_us", t.pack_us), ("total_us", t.total_us)]
+                    .into_iter()
+                    .collect::<std::collections::HashMap<_, _>>()
+            });
+            Ok((hits, timings))
+        })
     }
 
     #[pyo3(signature = (text, scopes, budget, *, order="score", now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag"))]
@@ -157,6 +173,7 @@ impl Engine {
         let order = Order::parse(order).map_err(to_py)?;
         let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
         let query = Query {
+            explain: false,
             text,
             scopes,
             budget,
@@ -282,5 +299,7 @@ pub fn default_config(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>
     d.set_item("scrub", c.scrub.secrets)?;
     d.set_item("scrub_pii", c.scrub.pii)?;
     d.set_item("scrub_metadata", c.scrub.metadata)?;
+    d.set_item("max_entries_per_scope", c.max_entries_per_scope)?;
+    d.set_item("eviction", "oldest")?;
     Ok(d)
 }

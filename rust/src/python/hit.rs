@@ -13,11 +13,12 @@ pub struct Hit {
     #[pyo3(get)]
     score: f32,
     risks: Vec<&'static str>,
+    explain: Option<crate::entry::Explain>,
 }
 
 impl From<EngineHit> for Hit {
     fn from(hit: EngineHit) -> Self {
-        Self { entry: hit.entry, score: hit.score, risks: hit.risks }
+        Self { entry: hit.entry, score: hit.score, risks: hit.risks, explain: hit.explain }
     }
 }
 
@@ -53,6 +54,20 @@ impl Hit {
     #[getter]
     fn risks(&self) -> Vec<&'static str> {
         self.risks.clone()
+    }
+    /// With `query(..., explain=True)`: the score's parts, `score = relevance *
+    /// recency`, and the hit's rank among the candidates before packing.
+    #[getter]
+    fn explain<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, pyo3::types::PyDict>>> {
+        use pyo3::types::PyDictMethods;
+        let Some(e) = self.explain else { return Ok(None) };
+        let d = pyo3::types::PyDict::new(py);
+        d.set_item("relevance", e.relevance)?;
+        d.set_item("recency", e.recency)?;
+        d.set_item("diversity", 0.0)?;
+        d.set_item("final", self.score)?;
+        d.set_item("rank", e.rank)?;
+        Ok(Some(d))
     }
     #[getter]
     fn tokens(&self) -> u32 {

@@ -4,6 +4,7 @@
 //! index can follow the database by applying changes after the last one it saw.
 
 mod read;
+mod retention;
 mod rows;
 mod schema;
 mod write;
@@ -19,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::runtime::block_on;
 
 pub use read::ListFilter;
+pub use retention::{Eviction, Retention};
 pub use schema::SCHEMA_VERSION;
 pub use write::{EntryPatch, Written};
 

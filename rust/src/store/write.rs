@@ -6,6 +6,7 @@ use libsql::{Connection, TransactionBehavior, Value};
 
 use super::rows::{self, opt_text, text, ENTRY_COLUMNS};
 use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
+use super::retention::{self, Retention};
 use super::{now_micros, PreparedEntry, Store};
 use crate::entry::{Entry, Micros};
 use crate::error::{Error, Result};
@@ -33,7 +34,14 @@ pub struct EntryPatch {
 }
 
 impl Store {
-    pub fn insert(&self, entries: &[PreparedEntry]) -> Result<Vec<Written>> {
+    /// Writes entries; with `retention`, also records returned entries and
+    /// evicts each touched scope's surplus. Returns the written entries and the
+    /// `(id, seq)` of evicted ones.
+    pub fn insert(
+        &self,
+        entries: &[PreparedEntry],
+        retention: Option<&Retention>,
+    ) -> Result<(Vec<Written>, Vec<(i64, i64)>)> {
         self.with_writer(|conn| block_on(async {
             let tx = begin(conn).await?;
             let now = now_micros();
@@ -70,8 +78,18 @@ impl Store {
                 let seq = log_change(&tx, id, OP_INSERT).await?;
                 out.push(Written { id, seq: Some(seq) });
             }
+            let evicted = match retention {
+                Some(retention) => {
+                    let mut scopes: Vec<Option<String>> =
+                        entries.iter().map(|e| e.scope.clone()).collect();
+                    scopes.sort();
+                    scopes.dedup();
+                    retention::enforce(&tx, retention, &scopes).await?
+                }
+                None => Vec::new(),
+            };
             tx.commit().await?;
-            Ok(out)
+            Ok((out, evicted))
         }))
     }
 
@@ -188,7 +206,7 @@ async fn begin(conn: &Connection) -> Result<libsql::Transaction> {
     Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate).await?)
 }
 
-async fn log_change(conn: &Connection, entry_id: i64, op: i64) -> Result<i64> {
+pub(super) async fn log_change(conn: &Connection, entry_id: i64, op: i64) -> Result<i64> {
     conn.execute("INSERT INTO changes (entry_id, op) VALUES (?1, ?2)", [entry_id, op]).await?;
     Ok(conn.last_insert_rowid())
 }

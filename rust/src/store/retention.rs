@@ -1,0 +1,76 @@
+//! Per-scope caps: after a save, each scope it touched keeps at most `max`
+//! entries, evicting in a documented order. Eviction never crosses scopes.
+
+use libsql::{Connection, Value};
+
+use super::rows::opt_text;
+use super::schema::OP_DELETE;
+use super::write::log_change;
+use crate::entry::Micros;
+use crate::error::Result;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eviction {
+    /// The oldest entries by timestamp go first.
+    Oldest,
+    /// Entries no query has returned for the longest go first (never returned
+    /// counts as returned when saved).
+    LeastRecentlyReturned,
+}
+
+#[derive(Debug, Clone)]
+pub struct Retention {
+    pub max_per_scope: usize,
+    pub eviction: Eviction,
+    /// `(id, when)` pairs of entries queries returned since the last write.
+    pub returned: Vec<(i64, Micros)>,
+}
+
+/// Records when entries were last returned, then evicts the surplus of each of
+/// `scopes`. Returns `(id, seq)` per evicted entry. Runs inside the caller's
+/// transaction.
+pub async fn enforce(
+    tx: &Connection,
+    retention: &Retention,
+    scopes: &[Option<String>],
+) -> Result<Vec<(i64, i64)>> {
+    for (id, at) in &retention.returned {
+        tx.execute(
+            "UPDATE entries SET last_returned = MAX(COALESCE(last_returned, 0), ?2) WHERE id = ?1",
+            [*id, *at],
+        )
+        .await?;
+    }
+    let order = match retention.eviction {
+        Eviction::Oldest => "ts, id",
+        Eviction::LeastRecentlyReturned => "COALESCE(last_returned, created_at), id",
+    };
+    let max = i64::try_from(retention.max_per_scope).unwrap_or(i64::MAX);
+    let mut evicted = Vec::new();
+    for scope in scopes {
+        let mut rows = tx
+            .query("SELECT COUNT(*) FROM entries WHERE scope IS ?1", vec![opt_text(scope.as_deref())])
+            .await?;
+        let count: i64 = match rows.next().await? {
+            Some(row) => row.get(0)?,
+            None => 0,
+        };
+        drop(rows);
+        if count <= max {
+            continue;
+        }
+        let sql = format!("SELECT id FROM entries WHERE scope IS ?1 ORDER BY {order} LIMIT ?2");
+        let mut rows =
+            tx.query(&sql, vec![opt_text(scope.as_deref()), Value::Integer(count - max)]).await?;
+        let mut ids: Vec<i64> = Vec::new();
+        while let Some(row) = rows.next().await? {
+            ids.push(row.get(0)?);
+        }
+        drop(rows);
+        for id in ids {
+            tx.execute("DELETE FROM entries WHERE id = ?1", [id]).await?;
+            evicted.push((id, log_change(tx, id, OP_DELETE).await?));
+        }
+    }
+    Ok(evicted)
+}
