@@ -185,3 +185,35 @@ async def test_deleting_in_one_scope_never_touches_another(
         }
         survivors = {h.id for h in await cf.query("red green blue teal", None, 10**6)}
         assert not survivors & set(victims)
+
+
+def rss_kib() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.slow
+async def test_listing_100k_entries_pages_in_bounded_memory(db_path: str) -> None:
+    async with await ContextForge.open(db_path) as cf:
+        for start in range(0, 100_000, 10_000):
+            await cf.save_many(
+                [
+                    {"content": f"entry {i} " + "padding words " * 20, "dedupe": False,
+                     "timestamp": NOW + timedelta(seconds=i)}
+                    for i in range(start, start + 10_000)
+                ]
+            )
+        before = rss_kib()
+        seen = 0
+        last = None
+        async for entry in cf.list(page_size=500):
+            assert last is None or entry.timestamp <= last
+            last = entry.timestamp
+            seen += 1
+        grown_mib = (rss_kib() - before) / 1024
+    assert seen == 100_000
+    # The entries alone are about 30 MB of text: holding them all would show.
+    assert grown_mib < 20, f"listing grew RSS by {grown_mib:.1f} MiB"
