@@ -10,7 +10,8 @@ use tantivy::query::{
     BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery,
 };
 use tantivy::schema::IndexRecordOption;
-use tantivy::{SegmentReader, Term};
+use tantivy::columnar::ColumnValues;
+use tantivy::{Searcher, SegmentReader, Term};
 
 use super::stats::CombinedStats;
 use super::tail::{bm25, idf, recency_boost, Tail};
@@ -59,21 +60,8 @@ impl SearchIndex {
         let stats = CombinedStats { searcher: &view.searcher, tail: &view.tail };
 
         let query = self.build_query(&terms, req);
-        let score_fn = ScoreFn {
-            tombstones: view.tail.tombstones.clone(),
-            now: req.now,
-            weight: req.recency_weight,
-            half_life_us: req.half_life_us,
-        };
-        let collector = TopDocs::with_limit(req.depth)
-            .tweak_score(move |segment: &SegmentReader| score_fn.for_segment(segment));
-        let committed = view.searcher.search_with_statistics_provider(&query, &collector, &stats)?;
-
-        let mut out: Vec<Candidate> = committed
-            .into_iter()
-            .filter(|((score, _, _, _), _)| score.is_finite())
-            .map(|((score, id, tokens, recency), _)| Candidate { id, score, tokens, recency })
-            .collect();
+        let mut out =
+            committed(&view.searcher, query.as_ref(), &stats, req, &view.tail.tombstones)?;
         out.extend(search_tail(&view.tail, &stats, &terms, req, self.fields.text));
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
         out.truncate(req.depth);
@@ -89,14 +77,21 @@ impl SearchIndex {
                 (Occur::Should, q)
             })
             .collect();
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
-            vec![(Occur::Must, Box::new(BooleanQuery::new(text)))];
+        let text: Box<dyn Query> = Box::new(BooleanQuery::new(text));
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         let mut filter = |q: Box<dyn Query>| {
             clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0))));
         };
         if let Some(scopes) = &req.scopes {
-            let keys = scopes.iter().map(|s| Term::from_field_text(self.fields.scope, s));
-            filter(Box::new(TermSetQuery::new(keys)));
+            let mut keys: Vec<Term> =
+                scopes.iter().map(|s| Term::from_field_text(self.fields.scope, s)).collect();
+            // One scope, the common case, filters through its posting list.
+            if keys.len() == 1 {
+                let key = keys.swap_remove(0);
+                filter(Box::new(TermQuery::new(key, IndexRecordOption::Basic)));
+            } else {
+                filter(Box::new(TermSetQuery::new(keys)));
+            }
         }
         if let Some(kinds) = &req.kinds {
             let keys = kinds.iter().map(|k| Term::from_field_text(self.fields.kind, k));
@@ -118,6 +113,11 @@ impl SearchIndex {
             };
             filter(Box::new(RangeQuery::new(bound(req.since, true), bound(req.until, false))));
         }
+        if clauses.is_empty() {
+            // Unfiltered, the disjunction alone lets tantivy prune with block-max WAND.
+            return text;
+        }
+        clauses.push((Occur::Must, text));
         Box::new(BooleanQuery::new(clauses))
     }
 }
@@ -193,38 +193,73 @@ fn search_tail(
         .collect()
 }
 
-/// Folds recency into the committed documents' scores and sinks stale ones.
-#[derive(Clone)]
-struct ScoreFn {
-    tombstones: Arc<HashMap<i64, i64>>,
-    now: Micros,
-    weight: f32,
-    half_life_us: f64,
+/// Ranks the committed index: BM25 top-k with tantivy's pruning, then recency.
+///
+/// The recency multiplier is at most `1 + weight`, so a document outside the
+/// BM25 top `limit` (score at most `floor`) can reach at most
+/// `floor * (1 + weight)`. When the `depth`-th boosted score is at least that,
+/// the ranking is exact; otherwise the window grows and the search repeats.
+fn committed(
+    searcher: &Searcher,
+    query: &dyn Query,
+    stats: &CombinedStats<'_>,
+    req: &SearchRequest,
+    tombstones: &HashMap<i64, i64>,
+) -> Result<Vec<Candidate>> {
+    let max_boost = 1.0 + req.recency_weight.max(0.0);
+    let mut limit = (req.depth * 2).max(32);
+    loop {
+        let collector = TopDocs::with_limit(limit).order_by_score();
+        let top = searcher.search_with_statistics_provider(query, &collector, stats)?;
+        let exhausted = top.len() < limit;
+        let floor = top.last().map_or(0.0, |(score, _)| *score);
+        let mut columns: HashMap<u32, Columns> = HashMap::new();
+        let mut out = Vec::with_capacity(top.len());
+        for (relevance, address) in top {
+            let cols = match columns.entry(address.segment_ord) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(Columns::open(searcher.segment_reader(address.segment_ord))?)
+                }
+            };
+            let doc = address.doc_id;
+            let id = cols.id.get_val(doc);
+            if tombstones.contains_key(&id) || cols.expires.get_val(doc) <= req.now {
+                continue;
+            }
+            let recency = recency_boost(cols.ts.get_val(doc), req.now, req.recency_weight, req.half_life_us);
+            let tokens = u32::try_from(cols.tokens.get_val(doc)).unwrap_or(u32::MAX);
+            out.push(Candidate { id, score: relevance * recency, tokens, recency });
+        }
+        out.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
+        let exact = out.len() >= req.depth && out[req.depth - 1].score >= floor * max_boost;
+        if exhausted || exact || limit >= MAX_WINDOW {
+            out.truncate(req.depth);
+            return Ok(out);
+        }
+        limit = (limit * 4).min(MAX_WINDOW);
+    }
 }
 
-/// (final score, entry id, tokens, recency multiplier): the id and token count
-/// come from fast fields, so ranking and packing need no stored documents.
-type SortKey = (f32, i64, u32, f32);
+/// The largest BM25 window a query widens to before accepting the ranking.
+const MAX_WINDOW: usize = 100_000;
 
-impl ScoreFn {
-    fn for_segment(&self, segment: &SegmentReader) -> impl Fn(tantivy::DocId, f32) -> SortKey + 'static {
+/// A segment's fast-field columns.
+struct Columns {
+    id: Arc<dyn ColumnValues<i64>>,
+    ts: Arc<dyn ColumnValues<i64>>,
+    tokens: Arc<dyn ColumnValues<u64>>,
+    expires: Arc<dyn ColumnValues<i64>>,
+}
+
+impl Columns {
+    fn open(segment: &SegmentReader) -> Result<Self> {
         let fast = segment.fast_fields();
-        let ids = fast.i64("id").ok().map(|c| c.first_or_default_col(0));
-        let ts = fast.i64("ts").ok().map(|c| c.first_or_default_col(0));
-        let tokens = fast.u64("tokens").ok().map(|c| c.first_or_default_col(0));
-        let expires = fast.i64("expires").ok().map(|c| c.first_or_default_col(i64::MAX));
-        let this = self.clone();
-        move |doc, score| {
-            let (Some(ids), Some(ts), Some(tokens), Some(expires)) = (&ids, &ts, &tokens, &expires)
-            else {
-                return (f32::NEG_INFINITY, 0, 0, 1.0);
-            };
-            let id = ids.get_val(doc);
-            if this.tombstones.contains_key(&id) || expires.get_val(doc) <= this.now {
-                return (f32::NEG_INFINITY, id, 0, 1.0);
-            }
-            let boost = recency_boost(ts.get_val(doc), this.now, this.weight, this.half_life_us);
-            (score * boost, id, u32::try_from(tokens.get_val(doc)).unwrap_or(u32::MAX), boost)
-        }
+        Ok(Self {
+            id: fast.i64("id")?.first_or_default_col(0),
+            ts: fast.i64("ts")?.first_or_default_col(0),
+            tokens: fast.u64("tokens")?.first_or_default_col(0),
+            expires: fast.i64("expires")?.first_or_default_col(i64::MAX),
+        })
     }
 }
