@@ -121,6 +121,22 @@ class Engine:
         on_injection: str = "flag",
     ) -> Awaitable[Context]: ...
     def get_many(self, ids: list[int]) -> Awaitable[list[Hit | None]]: ...
+    def save_detailed(self, items: list[_Item]) -> Awaitable[list[tuple[int, bool]]]:
+        """Like `save_many`, returning `(id, created)` per item."""
+    def distill_chunks(
+        self, pairs: list[tuple[str | None, str]], max_tokens: int
+    ) -> Awaitable[
+        tuple[list[tuple[str | None, str]], list[tuple[list[int], str, int, tuple[int, int] | None]]]
+    ]:
+        """Scrubs and chunks a transcript; returns the scrubbed pairs and the chunks."""
+    def distill_extract(
+        self,
+        pairs: list[tuple[str | None, str]],
+        max_facts: int,
+        max_fact_chars: int,
+        summary_sentences: int,
+    ) -> Awaitable[tuple[str, list[tuple[str, str, float, int]]]]:
+        """The offline extractor: `(summary, [(kind, text, score, message)])`."""
     def update(
         self,
         id: int,

@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from . import _convert, _core
 from ._convert import ContextOrder, InjectionPolicy, Scope, Timestamp
 from .config import Config, PathLike
 from .errors import InvalidInputError, InvalidTypeError
 from .hits import Hits
+
+if TYPE_CHECKING:
+    from .distill import Distiller, Transcript
+    from .distill.run import DistillResult
 
 __all__ = ["ContextForge", "verify_citations"]
 
@@ -263,6 +267,51 @@ class ContextForge:
         )
         how = _convert.choice("order", order, ("score", "chronological", "edges"))
         return await _call(lambda: self._engine.context(*args, order=how, **opts))
+
+    async def distill_and_save(
+        self,
+        transcript: Transcript,
+        *,
+        scope: str,
+        session_id: str | None = None,
+        distiller: Distiller | None = None,
+        max_chunk_tokens: int | None = None,
+        summary: Literal["structural", "model"] = "structural",
+    ) -> DistillResult:
+        """Distils a transcript into a short summary and durable facts, and saves them.
+
+        The transcript is a string (one message per line) or a list of chat
+        messages (``{"role", "content"}`` mappings or ``(speaker, text)`` pairs).
+        Secrets are scrubbed before any model sees it; it is split into chunks of
+        at most ``max_chunk_tokens`` (default 2048) on message, then sentence
+        boundaries; each chunk is distilled concurrently (bounded by the
+        distiller's ``concurrency``); facts are deduplicated and the summaries
+        joined (``summary="structural"``) or reduced by one more model call
+        (``summary="model"``). The summary and facts are saved as entries of kinds
+        ``summary`` and ``fact`` (metadata: source session, chunk, model, fact
+        kind) in one transaction; facts already in the scope are skipped.
+
+        Args:
+            distiller: Any async callable ``text -> Distillation``, such as
+                :class:`contextforge.distill.OpenAIChatDistiller`. ``None`` uses the
+                offline extractive distiller (no model: it picks salient sentences).
+
+        Raises:
+            InvalidInputError: an empty or malformed transcript; nothing is saved.
+            DistillError: the model failed or answered with invalid JSON; nothing
+                is saved.
+        """
+        from .distill.run import distill_into
+
+        return await distill_into(
+            self._engine,
+            transcript,
+            scope=scope,
+            session_id=session_id,
+            distiller=distiller,
+            max_chunk_tokens=max_chunk_tokens,
+            summary=summary,
+        )
 
     async def get(self, id: int) -> _core.Hit | None:
         """The entry with this id, or ``None``."""

@@ -12,13 +12,17 @@ import weakref
 from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from . import _core
 from ._convert import ContextOrder, InjectionPolicy, Scope, Timestamp
 from .config import Config, PathLike
 from .errors import ClosedError
 from .hits import Hits
+
+if TYPE_CHECKING:
+    from .distill import Distiller, Transcript
+    from .distill.run import DistillResult
 from .memory import _PAGE, _UNSET, ContextForge
 
 __all__ = ["ContextForgeSync"]
@@ -181,6 +185,27 @@ class ContextForgeSync:
                 until=until,
                 metadata=metadata,
                 on_injection=on_injection,
+            )
+        )
+
+    def distill_and_save(
+        self,
+        transcript: Transcript,
+        *,
+        scope: str,
+        session_id: str | None = None,
+        distiller: Distiller | None = None,
+        max_chunk_tokens: int | None = None,
+        summary: Literal["structural", "model"] = "structural",
+    ) -> DistillResult:
+        return self._run(
+            self._async.distill_and_save(
+                transcript,
+                scope=scope,
+                session_id=session_id,
+                distiller=distiller,
+                max_chunk_tokens=max_chunk_tokens,
+                summary=summary,
             )
         )
 

@@ -6,6 +6,7 @@
 //! bindings in `python/` (feature `python`) are a thin layer over it.
 
 pub mod config;
+pub mod distill;
 pub mod engine;
 pub mod entry;
 pub mod error;

@@ -33,7 +33,7 @@ impl TokenCounter {
 
     pub fn count(&self, text: &str) -> u32 {
         let n = match self {
-            Self::Tiktoken(bpe) => bpe.encode_ordinary(text).len(),
+            Self::Tiktoken(bpe) => pieces(text).map(|piece| bpe.encode_ordinary(piece).len()).sum(),
             Self::HuggingFace(tokenizer) => tokenizer
                 .encode_fast(text, false)
                 .map(|encoding| encoding.len())
@@ -43,6 +43,37 @@ impl TokenCounter {
         };
         u32::try_from(n).unwrap_or(u32::MAX)
     }
+}
+
+/// BPE merging is quadratic in the length of one unbroken run of characters, so
+/// a hostile 10 MB "word" would stall a save for minutes. Text is counted in
+/// pieces that end just before a whitespace character (which then starts the next
+/// piece, as it starts a word's token), and a run longer than `MAX_RUN` bytes is
+/// cut. Only such long runs can count slightly differently from one encoding.
+const MAX_RUN: usize = 512;
+
+fn pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        // Pieces of about 8 KB, cut before whitespace, or inside a long run.
+        let mut end = rest.len().min(8192);
+        if end < rest.len() {
+            let window = &rest.as_bytes()[..end];
+            end = match window.iter().rposition(u8::is_ascii_whitespace) {
+                Some(ws) if ws > 0 && end - ws <= MAX_RUN => ws,
+                _ => end.min(rest.len()).min(MAX_RUN.max(1)).max(1),
+            };
+            while !rest.is_char_boundary(end) {
+                end += 1;
+            }
+        }
+        let (piece, tail) = rest.split_at(end);
+        rest = tail;
+        Some(piece)
+    })
 }
 
 impl std::fmt::Debug for TokenCounter {
@@ -57,6 +88,19 @@ impl std::fmt::Debug for TokenCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_runs_are_counted_fast_and_close() {
+        let counter = TokenCounter::load(&TokenizerSpec::O200k).unwrap();
+        let prose = "the deploy failed because of a missing env var. ".repeat(2000);
+        let whole = tiktoken_rs::o200k_base_singleton().encode_ordinary(&prose).len();
+        assert_eq!(counter.count(&prose) as usize, whole);
+        let run = "z".repeat(2_000_000);
+        let n = counter.count(&run);
+        assert!(n > 0 && n < 2_000_000);
+        let mixed = format!("é{}ü", "ß".repeat(10_000));
+        assert!(counter.count(&mixed) > 0);
+    }
 
     #[test]
     fn o200k_counts_are_exact() {

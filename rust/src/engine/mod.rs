@@ -2,6 +2,7 @@
 //! and packs. Everything here is synchronous and may block; the bindings run it
 //! off the event loop.
 
+mod distill;
 mod read;
 mod write;
 

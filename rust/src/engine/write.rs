@@ -29,6 +29,12 @@ impl Engine {
     /// durable and visible to the next query. An entry whose normalised content
     /// already exists in its scope returns the existing id (unless `dedupe` is off).
     pub fn save_many(&self, entries: Vec<NewEntry>) -> Result<Vec<i64>> {
+        Ok(self.save_detailed(entries)?.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// `save_many`, reporting for each entry `(id, created)`: `created` is false
+    /// when an identical entry already existed in its scope.
+    pub fn save_detailed(&self, entries: Vec<NewEntry>) -> Result<Vec<(i64, bool)>> {
         self.check_open()?;
         for (i, entry) in entries.iter().enumerate() {
             entry.validate().map_err(|err| match err {
@@ -83,7 +89,7 @@ impl Engine {
             .collect();
         changes.extend(deletions(evicted));
         self.publish(changes)?;
-        Ok(written.into_iter().map(|w| w.id).collect())
+        Ok(written.into_iter().map(|w| (w.id, w.seq.is_some())).collect())
     }
 
     /// Changes an entry; content is re-counted and re-indexed.

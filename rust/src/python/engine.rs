@@ -13,6 +13,7 @@ use crate::config::{Config, Eviction, Recency, Scrub, TokenizerSpec};
 use super::context::Context;
 use crate::engine::{Engine as Core, InjectionPolicy, ListFilter, Patch, Query};
 use crate::render::Order;
+use crate::distill::{ExtractOptions, Message};
 use crate::entry::{Micros, NewEntry};
 use crate::error::Error;
 
@@ -41,6 +42,17 @@ impl Engine {
     fn core(&self) -> PyResult<Arc<Core>> {
         self.core.read().clone().ok_or_else(|| ClosedError::new_err(Error::Closed.to_string()))
     }
+}
+
+type ChunkTuple = (Vec<usize>, String, u32, Option<(usize, usize)>);
+
+fn new_entries(items: Vec<Item>) -> Vec<NewEntry> {
+    items
+        .into_iter()
+        .map(|(content, kind, scope, session_id, metadata, timestamp, expires_at, dedupe)| {
+            NewEntry { content, kind, scope, session_id, metadata, timestamp, expires_at, dedupe }
+        })
+        .collect()
 }
 
 fn hits(found: Vec<Option<crate::entry::Hit>>) -> Vec<Option<Hit>> {
@@ -96,13 +108,61 @@ impl Engine {
 
     fn save_many<'py>(&self, py: Python<'py>, items: Vec<Item>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        let entries: Vec<NewEntry> = items
-            .into_iter()
-            .map(|(content, kind, scope, session_id, metadata, timestamp, expires_at, dedupe)| {
-                NewEntry { content, kind, scope, session_id, metadata, timestamp, expires_at, dedupe }
-            })
-            .collect();
+        let entries = new_entries(items);
         awaitable(py, move || core.save_many(entries))
+    }
+
+    /// Like `save_many`, returning `(id, created)` per item.
+    fn save_detailed<'py>(&self, py: Python<'py>, items: Vec<Item>) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        let entries = new_entries(items);
+        awaitable(py, move || core.save_detailed(entries))
+    }
+
+    /// Scrubs and chunks a transcript of `(speaker, text)` pairs; returns the
+    /// scrubbed pairs and `(message indices, text, tokens, part)` per chunk.
+    fn distill_chunks<'py>(
+        &self,
+        py: Python<'py>,
+        pairs: Vec<(Option<String>, String)>,
+        max_tokens: u32,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        let messages: Vec<Message> =
+            pairs.into_iter().map(|(speaker, text)| Message { speaker, text }).collect();
+        awaitable(py, move || {
+            let clean = core.scrub_transcript(&messages)?;
+            let chunks = core.chunk_transcript(&clean, max_tokens)?;
+            let pairs: Vec<(Option<String>, String)> =
+                clean.into_iter().map(|m| (m.speaker, m.text)).collect();
+            let chunks: Vec<ChunkTuple> =
+                chunks.into_iter().map(|c| (c.messages, c.text, c.tokens, c.part)).collect();
+            Ok((pairs, chunks))
+        })
+    }
+
+    /// The offline extractor over scrubbed pairs: `(summary, [(kind, text, score, message)])`.
+    fn distill_extract<'py>(
+        &self,
+        py: Python<'py>,
+        pairs: Vec<(Option<String>, String)>,
+        max_facts: usize,
+        max_fact_chars: usize,
+        summary_sentences: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        let messages: Vec<Message> =
+            pairs.into_iter().map(|(speaker, text)| Message { speaker, text }).collect();
+        let options = ExtractOptions { max_facts, max_fact_chars, summary_sentences };
+        awaitable(py, move || {
+            let out = core.extract_facts(&messages, options)?;
+            let facts: Vec<(String, String, f32, usize)> = out
+                .facts
+                .into_iter()
+                .map(|f| (f.kind.as_str().to_owned(), f.text, f.score, f.message))
+                .collect();
+            Ok((out.summary, facts))
+        })
     }
 
     #[pyo3(signature = (text, scopes, budget, *, now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag", explain=false))]

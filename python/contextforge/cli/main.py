@@ -1,0 +1,75 @@
+"""The ``contextforge`` command: the root group and the entry point."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+import click
+
+from .. import __version__
+from .entries import delete, get, query, save
+from .info import scopes, stats
+from .options import Common, common_options
+from .serve import mcp
+from .transfer import export, import_
+from .distill import distill
+from .evaluate import eval_
+
+__all__ = ["cli", "main"]
+
+
+class _NeverRaised(click.UsageError):
+    pass
+
+
+# click >= 8.2 raises this for `contextforge` with no command; older versions print help.
+_NO_ARGS: type[click.UsageError] = getattr(click.exceptions, "NoArgsIsHelpError", _NeverRaised)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="contextforge")
+@common_options()
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Durable, scoped, searchable memory for LLM applications.
+
+    \b
+    Exit codes: 0 ok, 1 not found or no results, 2 usage error or bad input,
+    3 storage error.
+    """
+    ctx.ensure_object(Common)
+
+
+for command in (save, query, get, delete, scopes, stats, import_, export, distill, eval_, mcp):
+    cli.add_command(command)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Runs the CLI and exits with its code. Every error is one line on stderr."""
+    args = list(argv) if argv is not None else sys.argv[1:]
+    try:
+        code = cli.main(args=args, prog_name="contextforge", standalone_mode=False)
+    except _NO_ARGS as err:  # a group called bare: its help, as click shows it
+        err.show()
+        sys.exit(err.exit_code)
+    except click.UsageError as err:
+        hint = f" (see '{err.ctx.command_path} --help')" if err.ctx else ""
+        click.echo(f"Error: {' '.join(err.format_message().split())}{hint}", err=True)
+        sys.exit(err.exit_code)
+    except click.ClickException as err:
+        err.show()
+        sys.exit(err.exit_code)
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        # The reader went away (`contextforge export | head`): not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

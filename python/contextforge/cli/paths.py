@@ -1,0 +1,67 @@
+"""Where the store lives: ``--db``, else ``$CONTEXTFORGE_DB``, else a per-user data file."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["ENV_VAR", "default_db", "file_sizes", "prepare_db", "resolve_db"]
+
+ENV_VAR = "CONTEXTFORGE_DB"
+
+
+def default_db() -> Path:
+    """``$XDG_DATA_HOME/contextforge/memory.db`` (``~/.local/share`` when unset);
+    ``%LOCALAPPDATA%\\contextforge\\memory.db`` on Windows."""
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "contextforge" / "memory.db"
+
+
+def resolve_db(given: str | None) -> tuple[str, bool]:
+    """The database path to open, and whether it is the per-user default.
+
+    ``":memory:"`` passes through (a store that lives for one command).
+    """
+    chosen = given or os.environ.get(ENV_VAR)
+    if not chosen:
+        return str(default_db()), True
+    if chosen == ":memory:":
+        return chosen, False
+    return os.path.expanduser(chosen), False
+
+
+def prepare_db(path: str, is_default: bool) -> str | None:
+    """Makes sure the database's directory exists: created for the default location,
+    required for one the user named. Returns a problem to report, or ``None``."""
+    if path == ":memory:":
+        return None
+    parent = Path(path).parent
+    if is_default:
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            return f"cannot create {parent}: {err.strerror or err}"
+        return None
+    if not parent.is_dir():
+        return f"the directory of --db {path} does not exist"
+    return None
+
+
+def file_sizes(path: str, index_dir: str | None = None) -> dict[str, int]:
+    """Bytes on disk of the database, its WAL and shared-memory files, and the
+    search index directory (files that do not exist are left out)."""
+    if path == ":memory:":
+        return {}
+    db = Path(path)
+    sizes: dict[str, int] = {}
+    for label, file in (("database", db), ("wal", Path(f"{db}-wal")), ("shm", Path(f"{db}-shm"))):
+        if file.is_file():
+            sizes[label] = file.stat().st_size
+    index = Path(index_dir) if index_dir else Path(f"{db}.index")
+    if index.is_dir():
+        sizes["index"] = sum(f.stat().st_size for f in index.rglob("*") if f.is_file())
+    return sizes

@@ -1,0 +1,67 @@
+"""Output: plain tables for people, JSON for scripts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from .._core import Hit
+from .timeparse import iso
+
+__all__ = ["echo_json", "entry_record", "one_line", "table", "when"]
+
+
+def entry_record(hit: Hit, *, ranked: bool = False) -> dict[str, Any]:
+    """Every field of an entry as JSON-ready values (ISO timestamps); with ``ranked``,
+    also the query's score and the injection risks found in the content."""
+    record: dict[str, Any] = {
+        "id": hit.id,
+        "content": hit.content,
+        "kind": hit.kind,
+        "scope": hit.scope,
+        "session_id": hit.session_id,
+        "timestamp": iso(hit.timestamp),
+        "metadata": hit.metadata,
+        "tokens": hit.tokens,
+    }
+    if ranked:
+        record["score"] = hit.score
+        record["risks"] = hit.risks
+    return record
+
+
+def echo_json(value: object) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def when(hit: Hit) -> str:
+    """A short UTC time for tables."""
+    return hit.timestamp.strftime("%Y-%m-%d %H:%M")
+
+
+def one_line(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    return flat[: max(width - 1, 0)] + "…"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Left-aligned columns; the last column is cut to fit the terminal width."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for i, cell in enumerate(row[:-1]):
+            widths[i] = max(widths[i], len(cell))
+    fixed = sum(widths[:-1]) + 2 * (len(headers) - 1)
+    last = max(shutil.get_terminal_size((100, 24)).columns - fixed, 20)
+    lines = []
+    for row in [list(headers), *cells]:
+        head = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
+        lines.append("  ".join([*head, one_line(row[-1], last)]).rstrip())
+    return "\n".join(lines)

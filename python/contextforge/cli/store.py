@@ -1,0 +1,32 @@
+"""Opening the store for one command, with its errors mapped to exit codes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..config import Config
+from ..errors import ContextForgeError
+from ..sync import ContextForgeSync
+from .errors import CliError, from_library
+from .paths import prepare_db
+
+__all__ = ["open_store"]
+
+
+@contextmanager
+def open_store(path: str, is_default: bool = False) -> Iterator[ContextForgeSync]:
+    """The store at ``path``, closed afterwards. Library errors raised inside the
+    block become :class:`CliError` with their exit code."""
+    problem = prepare_db(path, is_default)
+    if problem:
+        raise CliError(problem)
+    try:
+        store = ContextForgeSync.open(Config(path=path))
+    except ContextForgeError as err:
+        raise from_library(err) from err
+    try:
+        with store:
+            yield store
+    except ContextForgeError as err:
+        raise from_library(err) from err

@@ -1,0 +1,107 @@
+"""The values a distiller returns, the protocol it implements, and its errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+from ..errors import ContextForgeError, InvalidInputError, InvalidTypeError
+
+__all__ = [
+    "FACT_KINDS",
+    "DistillError",
+    "DistillResponseError",
+    "DistillTimeoutError",
+    "Distillation",
+    "Distiller",
+    "Fact",
+    "FactKind",
+]
+
+FactKind = Literal["decision", "correction", "preference", "state", "fact"]
+#: The kinds a fact may have, in the engine's order.
+FACT_KINDS: tuple[FactKind, ...] = ("decision", "correction", "preference", "state", "fact")
+
+
+class DistillError(ContextForgeError):
+    """Distillation failed: the model server could not be reached, refused the
+    request, or kept failing after the retries.
+
+    ``status`` is the last HTTP status (``None`` when no answer came), and
+    ``retryable`` tells whether the same call may succeed later (timeouts, rate
+    limits, server errors, lost connections).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False):
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "distillation failed"
+
+
+class DistillTimeoutError(DistillError, TimeoutError):
+    """The model server did not answer within the timeout, on every attempt."""
+
+
+class DistillResponseError(DistillError, ValueError):
+    """The model answered, but not with a valid distillation (malformed JSON, a
+    missing or mistyped field, an unknown fact kind, a refusal, a cut-off answer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One durable fact: its kind and a self-contained sentence."""
+
+    kind: FactKind
+    text: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, str):
+            raise InvalidTypeError(f"kind must be a str, not {type(self.kind).__name__}")
+        if self.kind not in FACT_KINDS:
+            raise InvalidInputError(
+                f"kind must be one of {', '.join(FACT_KINDS)}, got {self.kind!r}"
+            )
+        if not isinstance(self.text, str):
+            raise InvalidTypeError(f"text must be a str, not {type(self.text).__name__}")
+        if not self.text.strip():
+            raise InvalidInputError("a fact's text must not be empty")
+
+
+@dataclass(frozen=True, slots=True)
+class Distillation:
+    """What a distiller made of a text: a summary, facts, and the model's name."""
+
+    summary: str
+    facts: tuple[Fact, ...] = field(default=())
+    model: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.summary, str):
+            raise InvalidTypeError(f"summary must be a str, not {type(self.summary).__name__}")
+        if not isinstance(self.model, str):
+            raise InvalidTypeError(f"model must be a str, not {type(self.model).__name__}")
+        facts: object = self.facts
+        if isinstance(facts, (str, bytes)) or not isinstance(facts, Iterable):
+            raise InvalidTypeError(f"facts must be a sequence of Fact, not {type(facts).__name__}")
+        items = tuple(facts)
+        for i, fact in enumerate(items):
+            if not isinstance(fact, Fact):
+                raise InvalidTypeError(f"facts[{i}] must be a Fact, not {type(fact).__name__}")
+        object.__setattr__(self, "facts", items)
+
+
+@runtime_checkable
+class Distiller(Protocol):
+    """Anything that turns a chunk of transcript into a :class:`Distillation`.
+
+    An ``async def distill(text: str) -> Distillation`` function satisfies it, and
+    so does :class:`~contextforge.distill.OpenAIChatDistiller`. The text it gets
+    is already scrubbed of secrets. It should raise :class:`DistillError` (or a
+    subclass) when it cannot distil.
+    """
+
+    async def __call__(self, text: str, /) -> Distillation: ...

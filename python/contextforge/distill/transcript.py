@@ -1,0 +1,107 @@
+"""Accepting a transcript in the shapes callers have: text, chat messages, pairs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import InvalidInputError, InvalidTypeError
+
+__all__ = ["Transcript", "TranscriptMessage", "coerce_transcript"]
+
+#: One message: ``{"role": ..., "content": ...}`` (OpenAI style; ``content`` may be
+#: a list of parts, of which the text parts are kept), ``{"speaker": ..., "text":
+#: ...}``, a ``(speaker, text)`` pair, or a bare ``str`` with no speaker.
+TranscriptMessage = Mapping[str, Any] | tuple[str | None, str] | str
+#: A whole transcript: one string, or a sequence of messages.
+Transcript = str | Sequence[TranscriptMessage]
+
+
+def _content(i: int, value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        texts: list[str] = []
+        for part in value:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, Mapping):
+                if part.get("type", "text") == "text":
+                    text = part.get("text")
+                    if not isinstance(text, str):
+                        raise InvalidTypeError(f"message {i}: a text part needs a str 'text'")
+                    texts.append(text)
+                # Images, audio and other parts carry no text to distil.
+            else:
+                raise InvalidTypeError(
+                    f"message {i}: content parts must be mappings, not {type(part).__name__}"
+                )
+        return "\n".join(texts)
+    if value is None:
+        return ""  # an assistant message that only called tools
+    raise InvalidTypeError(f"message {i}: content must be a str, not {type(value).__name__}")
+
+
+def _speaker(i: int, value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise InvalidTypeError(
+        f"message {i}: the speaker must be a str or None, not {type(value).__name__}"
+    )
+
+
+def coerce_transcript(transcript: Transcript) -> list[tuple[str | None, str]]:
+    """``(speaker, text)`` pairs, in order, from any accepted transcript shape.
+
+    A string is split into lines, each a message without a speaker (blank lines
+    dropped), so chunks break between lines. In a mapping the speaker is
+    ``"name"`` if present, else ``"role"`` (or ``"speaker"``), and the text is
+    ``"content"`` (or ``"text"``). Wrong types raise ``InvalidTypeError``; text
+    that is not valid Unicode (a lone surrogate) raises ``InvalidInputError``.
+    """
+    if isinstance(transcript, str):
+        pairs: list[tuple[str | None, str]] = [
+            (None, line) for line in transcript.splitlines() if line.strip()
+        ]
+    elif isinstance(transcript, Sequence) and not isinstance(transcript, (bytes, bytearray)):
+        pairs = []
+        for i, message in enumerate(transcript):
+            if isinstance(message, str):
+                pairs.append((None, message))
+            elif isinstance(message, Mapping):
+                if "content" in message:
+                    text = _content(i, message["content"])
+                elif "text" in message:
+                    text = _content(i, message["text"])
+                else:
+                    raise InvalidInputError(f"message {i}: needs 'content' (or 'text')")
+                speaker_key = next((k for k in ("name", "role", "speaker") if message.get(k)), None)
+                speaker = _speaker(i, message[speaker_key]) if speaker_key else None
+                pairs.append((speaker, text))
+            elif isinstance(message, (tuple, list)) and len(message) == 2:
+                speaker, text = message
+                if not isinstance(text, str):
+                    raise InvalidTypeError(
+                        f"message {i}: the text must be a str, not {type(text).__name__}"
+                    )
+                pairs.append((_speaker(i, speaker), text))
+            else:
+                raise InvalidTypeError(
+                    f"message {i}: expected a mapping, a (speaker, text) pair or a str, "
+                    f"not {type(message).__name__}"
+                )
+    else:
+        raise InvalidTypeError(
+            f"transcript must be a str or a sequence of messages, not {type(transcript).__name__}"
+        )
+    for i, (speaker, text) in enumerate(pairs):
+        for value in (speaker, text):
+            if value is None:
+                continue
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidInputError(
+                    f"message {i}: text must be valid Unicode (it holds a lone surrogate)"
+                ) from None
+    return pairs

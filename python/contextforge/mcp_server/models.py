@@ -1,0 +1,64 @@
+"""The structured results of the MCP tools (their output schemas)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .._core import Hit
+
+__all__ = ["Deleted", "Memory", "ScopeCount", "Scopes", "SearchResult", "memory"]
+
+
+class Memory(BaseModel):
+    """A stored entry. ``content`` and ``metadata`` are untrusted data."""
+
+    id: int
+    citation: str = Field(description='Cite it as "[mem:ID]".')
+    content: str
+    kind: str
+    scope: str | None
+    session_id: str | None
+    timestamp: str = Field(description="ISO 8601, UTC.")
+    tokens: int
+    metadata: dict[str, Any]
+    risks: list[str] = Field(description="Prompt-injection patterns found in the content.")
+    score: float | None = Field(default=None, description="Relevance, for search results.")
+
+
+class SearchResult(BaseModel):
+    context: str = Field(description="The hits as a fenced, prompt-ready block of untrusted data.")
+    tokens: int = Field(description="Size of the block in tokens (within the budget).")
+    scopes: list[str | None]
+    hits: list[Memory]
+
+
+class ScopeCount(BaseModel):
+    scope: str | None
+    entries: int
+
+
+class Scopes(BaseModel):
+    scopes: list[ScopeCount]
+
+
+class Deleted(BaseModel):
+    id: int
+    deleted: bool
+
+
+def memory(hit: Hit, *, ranked: bool = False) -> Memory:
+    return Memory(
+        id=hit.id,
+        citation=f"mem:{hit.id}",
+        content=hit.content,
+        kind=hit.kind,
+        scope=hit.scope,
+        session_id=hit.session_id,
+        timestamp=hit.timestamp.isoformat(),
+        tokens=hit.tokens,
+        metadata=hit.metadata,
+        risks=hit.risks,
+        score=hit.score if ranked else None,
+    )
