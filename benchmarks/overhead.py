@@ -1,0 +1,66 @@
+"""How much the Python layer adds to a query: the latency an asyncio caller sees
+against the engine's own time for the same queries (reported by the engine
+through ``explain=True``), in one run.
+
+    .venv/bin/python benchmarks/overhead.py --n 100000
+
+Build the extension with `make release` first for meaningful numbers. The
+engine-only time without Python at all is `cargo bench --bench query`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from contextforge import Config, ContextForge
+
+
+def corpus(n: int, seed: int = 42) -> tuple[list[dict[str, object]], list[tuple[str, str]]]:
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(50_000)]
+    weights = [1 / (i + 1) ** 1.1 for i in range(50_000)]
+    items: list[dict[str, object]] = []
+    queries: list[tuple[str, str]] = []
+    for i in range(n):
+        words = rng.choices(vocab, weights, k=30)
+        scope = f"s{i % 1000}"
+        items.append({"content": " ".join(words), "scope": scope, "dedupe": False})
+        if i % max(1, n // 1000) == 0:
+            queries.append((f"{words[0]} {words[5]} {words[9]} w1", scope))
+    return items, queries
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=100_000)
+    args = parser.parse_args()
+    items, queries = corpus(args.n)
+    with tempfile.TemporaryDirectory() as tmp:
+        async with await ContextForge.open(Config(path=str(Path(tmp) / "o.db"))) as cf:
+            for k in range(0, len(items), 10_000):
+                await cf.save_many(items[k : k + 10_000])
+            await cf.flush()
+            for text, scope in queries[:100]:  # warm up
+                await cf.query(text, scope, 2048)
+            seen: list[float] = []
+            engine: list[float] = []
+            for text, scope in queries:
+                start = time.perf_counter()
+                hits = await cf.query(text, scope, 2048, explain=True)
+                seen.append((time.perf_counter() - start) * 1e6)
+                assert hits.timings is not None
+                engine.append(hits.timings["total_us"])
+    p50_seen, p50_engine = statistics.median(seen), statistics.median(engine)
+    print(f"N={args.n:,} queries={len(queries)}")
+    print(f"python-visible p50 {p50_seen:.0f} us, engine p50 {p50_engine:.0f} us, "
+          f"ratio {p50_seen / p50_engine:.2f}x")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
