@@ -49,3 +49,24 @@ bench-scrub: ## Scrubber throughput in MB/s (release build of the engine tests)
 bench-smoke: dev ## A tiny run of the benchmark suite, as CI does (not a timing)
 	$(PY) -m pip install -q -r benchmarks/requirements.txt
 	$(PY) benchmarks/run.py --smoke --out benchmarks/results
+
+# --- Fault, load and hostile-input suite (issue 10) ---
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := scrub tokens query pack
+SOAK_OPS ?= 1000000
+
+.PHONY: fuzz soak
+
+fuzz: ## Each cargo-fuzz target for FUZZ_SECONDS (default 60) after replaying fuzz/regressions (nightly)
+	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+		mkdir -p corpus/$$t && \
+		CARGO_TARGET_DIR=$(HOME)/.cache/contextforge/fuzz-target cargo +nightly fuzz run -O $$t corpus/$$t regressions/$$t -- \
+			-max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=4096 -max_len=16384 || exit 1; \
+	done
+
+soak: ## The long profile: SOAK_OPS (default 1M) soak with flat RSS, 20 crash-loop rounds, bigger fuzz runs
+	$(PY) benchmarks/soak.py --ops $(SOAK_OPS)
+	CONTEXTFORGE_LONG=1 CONTEXTFORGE_FUZZ_EXAMPLES=1000 \
+		CONTEXTFORGE_ISOLATION_EXAMPLES=300 \
+		$(PY) -m pytest -p no:cacheprovider tests/test_faults.py tests/test_load.py tests/test_hostile.py -q --timeout 1800

@@ -72,6 +72,7 @@ class Engine:
     def open(
         path: str,
         *,
+        auth_token: str | None,
         index_dir: str | None,
         tokenizer: str,
         recency_weight: float,
@@ -85,6 +86,9 @@ class Engine:
         scrub_metadata: bool,
         max_entries_per_scope: int | None,
         eviction: str,
+        stopword_weight: float | None = None,
+        context_weight: float | None = None,
+        date_weight: float | None = None,
     ) -> Awaitable[Engine]: ...
     def save_many(self, items: list[_Item]) -> Awaitable[list[int]]:
         """Saves entries in one transaction and returns their ids."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Union
 
 __all__ = ["Config"]
@@ -16,10 +16,18 @@ class Config:
     """How a store is opened. Every field has a working default.
 
     Attributes:
-        path: The libSQL database file, or ``":memory:"`` to keep everything in RAM.
+        path: The libSQL database file, ``":memory:"`` to keep everything in RAM,
+            or the URL of a libSQL server (sqld, Turso): ``"http://host:port"``,
+            ``"https://..."`` or ``"libsql://..."`` (which means https). The server is
+            then the source of truth, shared by every process that opens it.
+        auth_token: The token a libSQL server authenticates with (a JWT); ``None``
+            for a server without authentication. Unused for local files. Left out of
+            ``repr()``.
         index_dir: Where the search index lives; by default ``<path>.index`` beside
-            the database (in RAM for ``":memory:"``). It is derived data: deleting it
-            only costs a rebuild on the next open.
+            the database (in RAM for ``":memory:"`` and for a server). For a server,
+            a directory given here is a cache: the index goes in a subdirectory named
+            by a hash of the URL and catches up from the server's change log on open.
+            It is derived data: deleting it only costs a rebuild on the next open.
         tokenizer: How tokens are counted for budgets: ``"o200k"`` (GPT-4o and later,
             the default), ``"cl100k"`` (GPT-4), or the path of a Hugging Face
             ``tokenizer.json``.
@@ -28,6 +36,17 @@ class Config:
             (age / half_life)``, so recency can reorder near-ties but never buries a
             strong old match under a weak fresh one.
         recency_half_life_days: The age at which the recency boost halves.
+        stopword_weight: How much English function words in a query ("what",
+            "when", "did", "the", "she", ...) count, from ``0`` (dropped) to ``1``
+            (like any other word). A query made only of function words counts them
+            fully; the index keeps every word.
+        context_weight: How much the previous turns of an entry's session count:
+            each entry is also indexed with the text of the two entries saved
+            before it in the same scope and session (within a day), scored as its
+            own BM25 field and added to the content's score times this weight.
+            ``0`` turns it off.
+        date_weight: The same for the entry's date as words (``"8 may 2023"``),
+            so "what happened in May 2023" can match by date. ``0`` turns it off.
         depth: Ranked candidates a query considers before packing to the budget.
         flush_entries: Saves are searchable at once from an in-memory tail, which is
             committed to the on-disk index in batches of about this many changes...
@@ -49,10 +68,14 @@ class Config:
     """
 
     path: str = ":memory:"
+    auth_token: str | None = field(default=None, repr=False)
     index_dir: str | None = None
     tokenizer: str = "o200k"
     recency_weight: float = 0.2
     recency_half_life_days: float = 30.0
+    stopword_weight: float = 0.3
+    context_weight: float = 0.4
+    date_weight: float = 0.8
     depth: int = 100
     flush_entries: int = 2048
     flush_ms: int = 1000

@@ -58,7 +58,9 @@ class ContextForge:
         """Opens (or creates) a store.
 
         Args:
-            target: A database path, ``":memory:"`` (the default), or a :class:`Config`.
+            target: A database path, ``":memory:"`` (the default), a libSQL server
+                URL (``"http://host:port"``, ``"libsql://..."``), or a :class:`Config`
+                (which carries a server's ``auth_token``).
 
         The search index is brought up to date with the database before this
         returns: only the changes it missed are applied, and a missing or damaged
@@ -68,6 +70,7 @@ class ContextForge:
         engine = await _call(
             lambda: _core.Engine.open(
                 config.path,
+                auth_token=config.auth_token,
                 index_dir=config.index_dir,
                 tokenizer=config.tokenizer,
                 recency_weight=config.recency_weight,
@@ -81,6 +84,9 @@ class ContextForge:
                 scrub_metadata=config.scrub_metadata,
                 max_entries_per_scope=config.max_entries_per_scope,
                 eviction=config.eviction,
+                stopword_weight=config.stopword_weight,
+                context_weight=config.context_weight,
+                date_weight=config.date_weight,
             )
         )
         return cls(engine, config)

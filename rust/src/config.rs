@@ -1,6 +1,8 @@
 //! Engine configuration: plain Rust, validated once when a store opens.
 
 use std::path::PathBuf;
+#[cfg(test)]
+use std::path::Path;
 
 use crate::error::{Error, Result};
 pub use crate::store::Eviction;
@@ -60,14 +62,45 @@ impl Default for Recency {
     }
 }
 
+/// How queries are analysed and which indexed fields count toward relevance.
+///
+/// Relevance is `bm25(text) + context_weight * bm25(context) + date_weight *
+/// bm25(date)`, each field with its own BM25 statistics (the same in the
+/// committed index and the in-memory tail). `context` holds the previous turns
+/// of the entry's session; `date` its timestamp's UTC date as words
+/// ("8 may 2023"). A weight of 0 leaves the field out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retrieval {
+    /// How much English function words ("what", "did", "the", ...) in a query
+    /// count, from 0 (dropped) to 1 (like any word). A query made only of
+    /// function words counts them fully.
+    pub stopword_weight: f32,
+    pub context_weight: f32,
+    pub date_weight: f32,
+}
+
+impl Default for Retrieval {
+    fn default() -> Self {
+        Self { stopword_weight: 0.3, context_weight: 0.4, date_weight: 0.8 }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
+    /// A database file, `":memory:"`, or the URL of a libSQL server
+    /// (`http://`, `https://`, `libsql://`).
     pub path: String,
+    /// The token a libSQL server authenticates with; unused for local files.
+    pub auth_token: Option<String>,
     /// The search index directory; `None` puts it beside the database file
-    /// (`<path>.index`), or in RAM for `":memory:"`.
+    /// (`<path>.index`), or in RAM for `":memory:"` and for a server. For a
+    /// server, the index lives in a subdirectory named by a hash of the URL, so
+    /// one cache directory can serve several servers.
     pub index_dir: Option<PathBuf>,
     pub tokenizer: TokenizerSpec,
     pub recency: Recency,
+    /// Query analysis and field weights for ranking.
+    pub retrieval: Retrieval,
     /// How many ranked candidates a query considers before packing.
     pub depth: usize,
     /// Saves are searchable at once from an in-memory tail; the tail is committed
@@ -120,9 +153,11 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             path: MEMORY_PATH.to_owned(),
+            auth_token: None,
             index_dir: None,
             tokenizer: TokenizerSpec::O200k,
             recency: Recency::default(),
+            retrieval: Retrieval::default(),
             depth: 100,
             flush_entries: 2048,
             flush_ms: 1000,
@@ -143,9 +178,35 @@ impl Config {
         self.path == MEMORY_PATH
     }
 
+    /// Whether `path` names a libSQL server rather than a file.
+    pub fn is_remote(&self) -> bool {
+        let lower = self.path.to_ascii_lowercase();
+        REMOTE_SCHEMES.iter().any(|scheme| lower.starts_with(scheme))
+    }
+
     pub fn validate(&self) -> Result<()> {
         if self.path.is_empty() {
             return Err(Error::invalid("path must not be empty (use \":memory:\" for RAM)"));
+        }
+        if self.is_remote() && !cfg!(feature = "remote") {
+            return Err(Error::invalid(
+                "this build has no libSQL server support (cargo feature \"remote\")",
+            ));
+        }
+        if self.is_remote() && self.path.split_once("://").is_none_or(|(_, host)| host.is_empty()) {
+            return Err(Error::invalid(format!("{:?} names no server", self.path)));
+        }
+        let stop = self.retrieval.stopword_weight;
+        if !(stop.is_finite() && (0.0..=1.0).contains(&stop)) {
+            return Err(Error::invalid("stopword_weight must be a number between 0 and 1"));
+        }
+        for (name, w) in [
+            ("context_weight", self.retrieval.context_weight),
+            ("date_weight", self.retrieval.date_weight),
+        ] {
+            if !(w.is_finite() && (0.0..=10.0).contains(&w)) {
+                return Err(Error::invalid(format!("{name} must be a number between 0 and 10")));
+            }
         }
         if !(self.recency.weight.is_finite() && self.recency.weight >= 0.0) {
             return Err(Error::invalid("recency weight must be a finite number >= 0"));
@@ -167,10 +228,42 @@ impl Config {
 
     /// The directory of the persistent index, or `None` for an in-RAM index.
     pub fn resolved_index_dir(&self) -> Option<PathBuf> {
-        match (&self.index_dir, self.is_memory()) {
-            (Some(dir), _) => Some(dir.clone()),
-            (None, true) => None,
-            (None, false) => Some(PathBuf::from(format!("{}.index", self.path))),
+        match (&self.index_dir, self.is_memory(), self.is_remote()) {
+            // An index names no database: keying it by the URL keeps one server's
+            // index from being read as another's.
+            (Some(dir), _, true) => Some(dir.join(format!("remote-{:016x}", url_hash(&self.path)))),
+            (Some(dir), _, false) => Some(dir.clone()),
+            (None, true, _) | (None, _, true) => None,
+            (None, false, false) => Some(PathBuf::from(format!("{}.index", self.path))),
         }
+    }
+}
+
+/// URL schemes that name a libSQL server.
+const REMOTE_SCHEMES: [&str; 3] = ["http://", "https://", "libsql://"];
+
+/// FNV-1a of the URL without its query string (where tokens may sit): stable
+/// across processes and versions, unlike `std`'s hasher.
+fn url_hash(url: &str) -> u64 {
+    let base = url.split(['?', '#']).next().unwrap_or(url).trim_end_matches('/');
+    base.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_paths() {
+        let mut c = Config::new("http://127.0.0.1:8080");
+        assert!(c.is_remote() && !c.is_memory());
+        assert_eq!(c.resolved_index_dir(), None);
+        c.index_dir = Some(PathBuf::from("/cache"));
+        let dir = c.resolved_index_dir().unwrap();
+        assert!(dir.starts_with("/cache") && dir != Path::new("/cache"));
+        let other = Config { path: "libsql://db.example.com".into(), ..c.clone() };
+        assert_ne!(other.resolved_index_dir(), Some(dir));
+        assert!(!Config::new("./http.db").is_remote());
+        assert!(Config::new("http://").validate().is_err());
     }
 }

@@ -50,19 +50,69 @@ impl Error {
     }
 }
 
+impl Error {
+    /// Contention or a lost connection: the same call may succeed later.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::Storage {
+                retryable: true,
+                ..
+            }
+        )
+    }
+}
+
 impl From<libsql::Error> for Error {
     fn from(err: libsql::Error) -> Self {
-        // SQLITE_BUSY (5) and SQLITE_LOCKED (6) are contention: the caller may retry.
-        let retryable = matches!(
-            &err,
-            libsql::Error::SqliteFailure(code, _) if (*code & 0xff) == 5 || (*code & 0xff) == 6
-        );
+        let retryable = is_retryable(&err);
         Error::Storage {
             message: err.to_string(),
             retryable,
             source: Some(Box::new(err)),
         }
     }
+}
+
+/// SQLITE_BUSY (5) and SQLITE_LOCKED (6) are contention; on a libSQL server, a
+/// failed HTTP request, a closed or expired stream and a 5xx/429 answer are a lost
+/// connection. SQL errors the server reports (constraints, syntax) are not.
+fn is_retryable(err: &libsql::Error) -> bool {
+    let busy = |code: i32| (code & 0xff) == 5 || (code & 0xff) == 6;
+    match err {
+        libsql::Error::SqliteFailure(code, _) => busy(*code),
+        libsql::Error::RemoteSqliteFailure(code, extended, _) => busy(*code) || busy(*extended),
+        libsql::Error::ConnectionFailed(_) | libsql::Error::WriteDelegation(_) => true,
+        // The Hrana error type is private to libsql: classify by its message.
+        libsql::Error::Hrana(inner) => hrana_retryable(&inner.to_string()),
+        _ => false,
+    }
+}
+
+fn hrana_retryable(message: &str) -> bool {
+    if message.starts_with("http error") || message.starts_with("stream closed") {
+        return true;
+    }
+    if let Some(rest) = message.strip_prefix("api error: `status=") {
+        let status: u16 = rest
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .unwrap_or(0);
+        // A restarted server no longer knows the stream's baton: the stream is lost.
+        let lost_stream = message.contains("baton") || message.contains("expired");
+        // A starting sqld answers 404 "Namespace `default` doesn't exist" until its
+        // database is loaded.
+        let starting = status == 404 && message.contains("Namespace");
+        return status >= 500 || status == 429 || status == 408 || lost_stream || starting;
+    }
+    if message.starts_with("stream error") {
+        return ["SQLITE_BUSY", "SQLITE_LOCKED", "STREAM_EXPIRED", "BATON"]
+            .iter()
+            .any(|code| message.contains(code));
+    }
+    message.starts_with("unexpected response")
 }
 
 impl From<tantivy::directory::error::OpenDirectoryError> for Error {
@@ -74,5 +124,35 @@ impl From<tantivy::directory::error::OpenDirectoryError> for Error {
 impl From<tantivy::query::QueryParserError> for Error {
     fn from(err: tantivy::query::QueryParserError) -> Self {
         Error::Internal(err.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hrana_retryable;
+
+    #[test]
+    fn hrana_messages() {
+        assert!(hrana_retryable(
+            "http error: `hyper::Error(Connect, ConnectError(\"tcp connect error\"))`"
+        ));
+        assert!(hrana_retryable(
+            "api error: `status=503 Service Unavailable, body=`"
+        ));
+        assert!(!hrana_retryable(
+            "api error: `status=401 Unauthorized, body=`"
+        ));
+        assert!(hrana_retryable(
+            "api error: `status=404 Not Found, body={\"error\":\"Namespace `default` doesn't exist\"}`"
+        ));
+        assert!(hrana_retryable(
+            "api error: `status=400 Bad Request, body=Received an invalid baton`"
+        ));
+        assert!(hrana_retryable(
+            "stream error: `Error { message: \"database is locked\", code: \"SQLITE_BUSY\" }`"
+        ));
+        assert!(!hrana_retryable(
+            "stream error: `Error { message: \"no such table\", code: \"SQLITE_ERROR\" }`"
+        ));
     }
 }

@@ -139,6 +139,7 @@ impl Engine {
             now,
             recency_weight: self.config.recency.weight,
             half_life_us: f64::from(self.config.recency.half_life_days) * MICROS_PER_DAY,
+            retrieval: self.config.retrieval,
         };
         let candidates = self.index.search(&request)?;
         let searched = Instant::now();

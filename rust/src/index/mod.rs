@@ -10,6 +10,7 @@ mod search;
 mod stats;
 pub mod tail;
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -17,12 +18,13 @@ use parking_lot::{Mutex, RwLock};
 use tantivy::directory::MmapDirectory;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
+use crate::entry::Entry;
 use crate::error::{Error, Result};
-use crate::store::{Change, ChangeOp, Store};
+use crate::store::{Change, ChangeOp, ListFilter, Store};
 
 pub use flusher::Flusher;
 pub use search::{Candidate, SearchRequest};
-use schema::Fields;
+use schema::{Extra, Fields};
 use tail::Tail;
 
 const WRITER_MEMORY: usize = 64 * 1024 * 1024;
@@ -135,6 +137,7 @@ impl SearchIndex {
         let writer = guard.as_mut().ok_or(Error::Closed)?;
         let mut applied = self.applied();
         let start = applied;
+        let mut neighbours = Neighbours::default();
         loop {
             let changes = store.changes_since(applied, CATCH_UP_BATCH)?;
             for change in &changes {
@@ -142,7 +145,8 @@ impl SearchIndex {
                     writer.delete_term(Term::from_field_i64(self.fields.id, change.entry_id));
                 }
                 if let Some(entry) = &change.entry {
-                    writer.add_document(schema::document(&self.fields, entry))?;
+                    let extra = neighbours.extra(store, entry)?;
+                    writer.add_document(schema::document(&self.fields, entry, &extra))?;
                 }
                 applied = change.seq;
             }
@@ -183,25 +187,34 @@ impl SearchIndex {
             Some(changes) if changes.last().is_some_and(|c| c.seq <= applied) => return Ok(()),
             _ => store.changes_since(applied, usize::MAX >> 1)?,
         };
+        let changes: Vec<Change> = changes.into_iter().filter(|c| c.seq > applied).collect();
+        let mut neighbours = Neighbours::default();
+        let extras = changes
+            .iter()
+            .map(|c| c.entry.as_ref().map_or_else(|| Ok(Extra::default()), |e| neighbours.extra(store, e)))
+            .collect::<Result<Vec<Extra>>>()?;
         if changes.len() >= BULK_CHANGES {
-            return self.commit_with(&changes);
+            return self.commit_with(&changes, &extras);
         }
         let mut analyzer = schema::analyzer();
-        let prepared: Vec<(Change, Vec<String>)> = changes
+        let prepared: Vec<(Change, Extra, [Vec<String>; tail::SCORED_FIELDS])> = changes
             .into_iter()
-            .filter(|c| c.seq > applied)
-            .map(|c| {
-                let terms =
-                    c.entry.as_ref().map(|e| schema::terms(&mut analyzer, &e.content)).unwrap_or_default();
-                (c, terms)
+            .zip(extras)
+            .map(|(c, extra)| {
+                let terms = c
+                    .entry
+                    .as_ref()
+                    .map(|e| schema::field_terms(&mut analyzer, e, &extra))
+                    .unwrap_or_default();
+                (c, extra, terms)
             })
             .collect();
-        let Some(last) = prepared.last().map(|(c, _)| c.seq) else { return Ok(()) };
+        let Some(last) = prepared.last().map(|(c, _, _)| c.seq) else { return Ok(()) };
         let mut view = self.view.write();
-        for (change, terms) in prepared {
+        for (change, extra, terms) in prepared {
             match change.entry {
                 Some(entry) => {
-                    view.tail.upsert(entry, change.seq, terms, change.op != ChangeOp::Insert);
+                    view.tail.upsert(entry, extra, change.seq, terms, change.op != ChangeOp::Insert);
                 }
                 None => view.tail.delete(change.entry_id, change.seq),
             }
@@ -217,10 +230,10 @@ impl SearchIndex {
 
     /// The bulk path: commits the tail together with `changes` in one index
     /// commit instead of growing the tail. Callers hold `apply_lock`.
-    fn commit_with(&self, changes: &[Change]) -> Result<()> {
+    fn commit_with(&self, changes: &[Change], extras: &[Extra]) -> Result<()> {
         let mut guard = self.writer.lock();
         let writer = guard.as_mut().ok_or(Error::Closed)?;
-        self.commit_tail(writer, changes)
+        self.commit_tail(writer, changes, extras)
     }
 
     /// Commits the tail to the index, then drops what the commit made durable.
@@ -230,29 +243,34 @@ impl SearchIndex {
         if self.view.read().tail.is_empty() {
             return Ok(());
         }
-        self.commit_tail(writer, &[])
+        self.commit_tail(writer, &[], &[])
     }
 
     /// Writes the tail and then `extra` into the writer and commits them as one.
     /// The tail is read under one lock with the change number it reflects, so the
     /// commit's payload and the later trim agree.
-    fn commit_tail(&self, writer: &mut IndexWriter<TantivyDocument>, extra: &[Change]) -> Result<()> {
+    fn commit_tail(
+        &self,
+        writer: &mut IndexWriter<TantivyDocument>,
+        extra: &[Change],
+        extras: &[Extra],
+    ) -> Result<()> {
         let mut upto = {
             let view = self.view.read();
             for &id in view.tail.tombstones.keys() {
                 writer.delete_term(Term::from_field_i64(self.fields.id, id));
             }
             for doc in view.tail.docs.values() {
-                writer.add_document(schema::document(&self.fields, &doc.entry))?;
+                writer.add_document(schema::document(&self.fields, &doc.entry, &doc.extra))?;
             }
             self.applied()
         };
-        for change in extra.iter().filter(|c| c.seq > upto) {
+        for (change, more) in extra.iter().zip(extras).filter(|(c, _)| c.seq > upto) {
             if change.op != ChangeOp::Insert {
                 writer.delete_term(Term::from_field_i64(self.fields.id, change.entry_id));
             }
             if let Some(entry) = &change.entry {
-                writer.add_document(schema::document(&self.fields, entry))?;
+                writer.add_document(schema::document(&self.fields, entry, more))?;
             }
         }
         upto = upto.max(extra.last().map_or(upto, |c| c.seq));
@@ -274,6 +292,62 @@ impl SearchIndex {
             writer.wait_merging_threads()?;
         }
         Ok(())
+    }
+}
+
+/// Finds each entry's context while a batch of changes is applied in order.
+///
+/// An entry's context is the text of the previous `schema::CONTEXT_TURNS`
+/// entries of its scope and session (by timestamp, then id; within
+/// `schema::CONTEXT_WINDOW_US`). Only earlier turns are used, so an entry's
+/// context does not change when later turns arrive, and a rebuild reproduces it.
+/// They are read from the store, except when the batch itself already holds
+/// enough earlier turns of the session: one query per session and batch rather
+/// than per entry. That shortcut is exact when a session's timestamps do not go
+/// back in save order (the store could otherwise hold an older-id entry with a
+/// later timestamp in between).
+#[derive(Default)]
+struct Neighbours {
+    /// (scope, session) -> the batch's latest entries as (ts, id, content).
+    recent: HashMap<(Option<String>, String), Vec<(i64, i64, String)>>,
+}
+
+/// Batch entries kept per session.
+const NEIGHBOURS_KEPT: usize = 8;
+
+impl Neighbours {
+    fn extra(&mut self, store: &Store, entry: &Entry) -> Result<Extra> {
+        let Some(session) = &entry.session_id else { return Ok(Extra::default()) };
+        if schema::CONTEXT_TURNS == 0 {
+            return Ok(Extra::default());
+        }
+        let key = (entry.scope.clone(), session.clone());
+        let here = (entry.timestamp, entry.id);
+        let since = entry.timestamp.saturating_sub(schema::CONTEXT_WINDOW_US);
+        let recent = self.recent.entry(key).or_default();
+        let mut prior: Vec<&(i64, i64, String)> =
+            recent.iter().filter(|(ts, id, _)| (*ts, *id) < here && *ts >= since).collect();
+        prior.sort_by_key(|(ts, id, _)| (*ts, *id));
+        let context = if prior.len() >= schema::CONTEXT_TURNS {
+            let from = prior.len() - schema::CONTEXT_TURNS;
+            prior[from..].iter().map(|(_, _, c)| c.as_str()).collect::<Vec<_>>().join("\n")
+        } else {
+            let filter = ListFilter {
+                scope: Some(entry.scope.clone()),
+                session_id: Some(session.clone()),
+                since: Some(since),
+                ..ListFilter::default()
+            };
+            let previous = store.list(&filter, Some(here), schema::CONTEXT_TURNS)?;
+            previous.iter().rev().map(|e| e.content.as_str()).collect::<Vec<_>>().join("\n")
+        };
+        recent.retain(|(_, id, _)| *id != entry.id);
+        recent.push((entry.timestamp, entry.id, entry.content.clone()));
+        if recent.len() > NEIGHBOURS_KEPT {
+            recent.sort_by_key(|(ts, id, _)| (*ts, *id));
+            recent.drain(..recent.len() - NEIGHBOURS_KEPT);
+        }
+        Ok(Extra { context })
     }
 }
 

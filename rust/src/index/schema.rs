@@ -24,6 +24,11 @@ pub struct Fields {
     pub kind: Field,
     pub session: Field,
     pub text: Field,
+    /// The text of the entry's previous turns in its session (see `CONTEXT_TURNS`),
+    /// scored as its own BM25 and added with a weight below 1.
+    pub context: Field,
+    /// The entry's date as words (`"8 may 2023"`), scored like `context`.
+    pub date: Field,
     pub ts: Field,
     pub tokens: Field,
     /// Expiry time, `i64::MAX` for never.
@@ -45,7 +50,9 @@ pub fn build() -> (Schema, Fields) {
         scope: builder.add_text_field("scope", STRING),
         kind: builder.add_text_field("kind", STRING),
         session: builder.add_text_field("session", STRING),
-        text: builder.add_text_field("text", text_options),
+        text: builder.add_text_field("text", text_options.clone()),
+        context: builder.add_text_field("context", text_options.clone()),
+        date: builder.add_text_field("date", text_options),
         ts: builder.add_i64_field("ts", FAST),
         tokens: builder.add_u64_field("tokens", FAST),
         expires: builder.add_i64_field("expires", FAST),
@@ -63,6 +70,73 @@ pub fn analyzer() -> TextAnalyzer {
         .build()
 }
 
+/// Function words that carry little topic: a query weighs them by
+/// `Retrieval::stopword_weight` (the index keeps every word), so "what did she
+/// say about the trip" ranks mostly by "say" and "trip". Matched before stemming.
+pub const QUERY_STOPWORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+    "because", "been", "before", "being", "both", "but", "by", "can", "could", "did", "do",
+    "does", "doing", "done", "during", "each", "for", "from", "had", "has", "have", "having",
+    "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in",
+    "into", "is", "it", "its", "itself", "me", "might", "my", "myself", "of", "on", "or",
+    "our", "ours", "she", "should", "so", "some", "such", "than", "that", "the", "their",
+    "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "to",
+    "us", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom",
+    "whose", "why", "will", "with", "would", "you", "your", "yours", "yourself",
+];
+
+/// Lowercased words before stemming, for telling function words apart.
+pub fn lowercase_words() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .build()
+}
+
+/// How many previous entries of the same scope and session make an entry's
+/// `context` field.
+pub const CONTEXT_TURNS: usize = 2;
+/// Entries older than this before an entry are not its context.
+pub const CONTEXT_WINDOW_US: i64 = 24 * 3_600 * 1_000_000;
+
+/// What the index keeps of an entry beyond the entry itself: computed once when
+/// the change is applied, so the tail and the commit index the same thing.
+#[derive(Debug, Clone, Default)]
+pub struct Extra {
+    /// The previous turns' text, oldest first.
+    pub context: String,
+}
+
+/// The analysed terms of an entry's three scored fields: text, context, date.
+pub fn field_terms(analyzer: &mut TextAnalyzer, entry: &Entry, extra: &Extra) -> [Vec<String>; 3] {
+    [
+        terms(analyzer, &entry.content),
+        terms(analyzer, &extra.context),
+        terms(analyzer, &date_text(entry.timestamp)),
+    ]
+}
+
+const MONTHS: [&str; 12] = [
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+];
+
+/// A timestamp's UTC date as words: day of month, month name, year.
+pub fn date_text(ts: crate::entry::Micros) -> String {
+    let days = ts.div_euclid(86_400_000_000);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{day} {} {year}", MONTHS[(month - 1) as usize])
+}
+
 pub fn register(index: &Index) {
     index.tokenizers().register(ANALYZER, analyzer());
 }
@@ -71,7 +145,7 @@ pub fn scope_key(scope: Option<&str>) -> &str {
     scope.unwrap_or(GLOBAL_SCOPE)
 }
 
-pub fn document(fields: &Fields, entry: &Entry) -> TantivyDocument {
+pub fn document(fields: &Fields, entry: &Entry, extra: &Extra) -> TantivyDocument {
     let mut doc = TantivyDocument::default();
     doc.add_i64(fields.id, entry.id);
     doc.add_text(fields.scope, scope_key(entry.scope.as_deref()));
@@ -80,6 +154,8 @@ pub fn document(fields: &Fields, entry: &Entry) -> TantivyDocument {
         doc.add_text(fields.session, session);
     }
     doc.add_text(fields.text, &entry.content);
+    doc.add_text(fields.context, &extra.context);
+    doc.add_text(fields.date, date_text(entry.timestamp));
     doc.add_i64(fields.ts, entry.timestamp);
     doc.add_u64(fields.tokens, u64::from(entry.tokens));
     doc.add_i64(fields.expires, entry.expires_at.unwrap_or(i64::MAX));
@@ -115,4 +191,26 @@ pub fn terms(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
         out.push(stream.token().text.clone());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_as_words() {
+        assert_eq!(date_text(0), "1 january 1970");
+        // 2023-05-08T13:56:00Z
+        assert_eq!(date_text(1_683_554_160_000_000), "8 may 2023");
+        assert_eq!(date_text(-1), "31 december 1969");
+        assert_eq!(date_text(951_782_400_000_000), "29 february 2000");
+    }
+
+    #[test]
+    fn every_stopword_is_lowercase_and_unstemmed() {
+        let mut words = lowercase_words();
+        for w in QUERY_STOPWORDS {
+            assert_eq!(terms(&mut words, w), vec![(*w).to_owned()]);
+        }
+    }
 }

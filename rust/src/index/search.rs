@@ -1,21 +1,22 @@
 //! Ranked candidates for a query: BM25 with a recency boost, over the committed
 //! index and the tail, with the scope filter applied inside the index.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
 use tantivy::collector::TopDocs;
 use tantivy::query::{
-    BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery,
+    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery,
 };
 use tantivy::schema::IndexRecordOption;
 use tantivy::columnar::ColumnValues;
 use tantivy::{Searcher, SegmentReader, Term};
 
 use super::stats::CombinedStats;
-use super::tail::{bm25, idf, recency_boost, Tail};
+use super::tail::{bm25, idf, recency_boost, Tail, CONTEXT, DATE, SCORED_FIELDS, TEXT};
 use super::{schema, SearchIndex};
+use crate::config::Retrieval;
 use crate::entry::Micros;
 use crate::error::Result;
 
@@ -38,6 +39,19 @@ pub struct SearchRequest {
     pub now: Micros,
     pub recency_weight: f32,
     pub half_life_us: f64,
+    /// Query analysis and field weights.
+    pub retrieval: Retrieval,
+}
+
+impl SearchRequest {
+    /// Each scored field's weight in the relevance sum, by tail slot.
+    fn weights(&self) -> [f32; SCORED_FIELDS] {
+        let mut w = [0.0; SCORED_FIELDS];
+        w[TEXT] = 1.0;
+        w[CONTEXT] = self.retrieval.context_weight.max(0.0);
+        w[DATE] = self.retrieval.date_weight.max(0.0);
+        w
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,31 +66,47 @@ pub struct Candidate {
 
 impl SearchIndex {
     pub fn search(&self, req: &SearchRequest) -> Result<Vec<Candidate>> {
-        let terms = query_terms(&req.text);
+        let terms = query_terms(&req.text, req.retrieval.stopword_weight);
         if terms.is_empty() {
             return Ok(Vec::new());
         }
         let view = self.view.read();
-        let stats = CombinedStats { searcher: &view.searcher, tail: &view.tail };
+        let stats = CombinedStats { searcher: &view.searcher, tail: &view.tail, fields: &self.fields };
 
         let query = self.build_query(&terms, req);
         let mut out =
             committed(&view.searcher, query.as_ref(), &stats, req, &view.tail.tombstones)?;
-        out.extend(search_tail(&view.tail, &stats, &terms, req, self.fields.text));
+        out.extend(search_tail(&view.tail, &stats, &terms, req, &self.scored_fields()));
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
         out.truncate(req.depth);
         Ok(out)
     }
 
-    fn build_query(&self, terms: &[String], req: &SearchRequest) -> Box<dyn Query> {
-        let text: Vec<(Occur, Box<dyn Query>)> = terms
-            .iter()
-            .map(|t| {
-                let term = Term::from_field_text(self.fields.text, t);
+    /// The scored fields by tail slot.
+    fn scored_fields(&self) -> [tantivy::schema::Field; SCORED_FIELDS] {
+        let mut f = [self.fields.text; SCORED_FIELDS];
+        f[CONTEXT] = self.fields.context;
+        f[DATE] = self.fields.date;
+        f
+    }
+
+    fn build_query(&self, terms: &[(String, f32)], req: &SearchRequest) -> Box<dyn Query> {
+        // Relevance = sum over fields of weight * BM25 of the field, each field
+        // with its own statistics; `search_tail` mirrors this.
+        let weights = req.weights();
+        let mut text: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for (field, weight) in self.scored_fields().into_iter().zip(weights) {
+            if weight <= 0.0 {
+                continue;
+            }
+            for (t, term_weight) in terms {
+                let term = Term::from_field_text(field, t);
                 let q: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
-                (Occur::Should, q)
-            })
-            .collect();
+                let boost = weight * term_weight;
+                let q = if boost == 1.0 { q } else { Box::new(BoostQuery::new(q, boost)) };
+                text.push((Occur::Should, q));
+            }
+        }
         let text: Box<dyn Query> = Box::new(BooleanQuery::new(text));
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         let mut filter = |q: Box<dyn Query>| {
@@ -139,49 +169,80 @@ impl SearchRequest {
     }
 }
 
-/// The distinct analysed terms of a query, in first-seen order. The text is
-/// data, never query syntax.
-pub fn query_terms(text: &str) -> Vec<String> {
+/// The distinct analysed terms of a query, in first-seen order, each with its
+/// weight: `stopword_weight` for English function words (`schema::QUERY_STOPWORDS`,
+/// matched before stemming), 1 for every other word. A query made only of
+/// function words weighs them all 1. The text is data, never query syntax.
+pub fn query_terms(text: &str, stopword_weight: f32) -> Vec<(String, f32)> {
+    let mut words = schema::lowercase_words();
     let mut analyzer = schema::analyzer();
-    let mut seen = HashSet::new();
-    schema::terms(&mut analyzer, text)
-        .into_iter()
-        .filter(|t| seen.insert(t.clone()))
-        .take(MAX_QUERY_TERMS)
-        .collect()
+    let mut out: Vec<(String, f32)> = Vec::new();
+    for word in schema::terms(&mut words, text) {
+        let weight =
+            if schema::QUERY_STOPWORDS.contains(&word.as_str()) { stopword_weight.max(0.0) } else { 1.0 };
+        for term in schema::terms(&mut analyzer, &word) {
+            if let Some((_, w)) = out.iter_mut().find(|(t, _)| *t == term) {
+                *w = w.max(weight);
+            } else if out.len() < MAX_QUERY_TERMS {
+                out.push((term, weight));
+            }
+        }
+    }
+    if out.iter().all(|(_, w)| *w == 0.0) {
+        for (_, w) in &mut out {
+            *w = 1.0;
+        }
+    }
+    out.retain(|(_, w)| *w > 0.0);
+    out
 }
 
 fn search_tail(
     tail: &Tail,
     stats: &CombinedStats<'_>,
-    terms: &[String],
+    terms: &[(String, f32)],
     req: &SearchRequest,
-    text_field: tantivy::schema::Field,
+    fields: &[tantivy::schema::Field; SCORED_FIELDS],
 ) -> Vec<Candidate> {
     if tail.docs.is_empty() {
         return Vec::new();
     }
     let num_docs = stats.num_docs();
-    let avg_len = stats.avg_len(text_field);
-    let idfs: HashMap<&str, f32> = terms
-        .iter()
-        .map(|t| {
-            let df = tantivy::query::Bm25StatisticsProvider::doc_freq(
-                stats,
-                &Term::from_field_text(text_field, t),
-            )
-            .unwrap_or(0);
-            (t.as_str(), idf(df, num_docs))
+    let weights = req.weights();
+    // (slot, weight, average length, [(term, idf)]) per scored field.
+    let per_field: Vec<(usize, f32, f32, Vec<(&str, f32)>)> = (0..SCORED_FIELDS)
+        .filter(|&slot| weights[slot] > 0.0)
+        .map(|slot| {
+            let field = fields[slot];
+            let idfs = terms
+                .iter()
+                .map(|(t, term_weight)| {
+                    let df = tantivy::query::Bm25StatisticsProvider::doc_freq(
+                        stats,
+                        &Term::from_field_text(field, t),
+                    )
+                    .unwrap_or(0);
+                    (t.as_str(), term_weight * idf(df, num_docs))
+                })
+                .collect();
+            (slot, weights[slot], stats.avg_len(field), idfs)
         })
         .collect();
     tail.docs
         .values()
         .filter(|doc| req.admits(&doc.entry))
         .filter_map(|doc| {
-            let relevance: f32 = idfs
+            let relevance: f32 = per_field
                 .iter()
-                .filter_map(|(term, idf)| {
-                    doc.terms.get(*term).map(|&tf| bm25(*idf, tf, doc.len, avg_len))
+                .map(|(slot, weight, avg_len, idfs)| {
+                    let field = &doc.fields[*slot];
+                    let sum: f32 = idfs
+                        .iter()
+                        .filter_map(|(term, idf)| {
+                            field.terms.get(*term).map(|&tf| bm25(*idf, tf, field.len, *avg_len))
+                        })
+                        .sum();
+                    weight * sum
                 })
                 .sum();
             (relevance > 0.0).then(|| {

@@ -5,11 +5,13 @@ use tantivy::query::Bm25StatisticsProvider;
 use tantivy::schema::Field;
 use tantivy::{Searcher, Term};
 
-use super::tail::Tail;
+use super::schema::Fields;
+use super::tail::{Tail, CONTEXT, DATE, TEXT};
 
 pub struct CombinedStats<'a> {
     pub searcher: &'a Searcher,
     pub tail: &'a Tail,
+    pub fields: &'a Fields,
 }
 
 impl CombinedStats<'_> {
@@ -24,12 +26,21 @@ impl CombinedStats<'_> {
         let tokens = self.total_num_tokens(field).unwrap_or(0);
         (tokens as f32 / docs as f32).max(1.0)
     }
+
+    /// The tail's slot for a scored field.
+    pub fn slot(&self, field: Field) -> Option<usize> {
+        let f = self.fields;
+        [(f.text, TEXT), (f.context, CONTEXT), (f.date, DATE)]
+            .iter()
+            .find(|(x, _)| *x == field)
+            .map(|(_, slot)| *slot)
+    }
 }
 
 impl Bm25StatisticsProvider for CombinedStats<'_> {
     fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
         let committed = Bm25StatisticsProvider::total_num_tokens(self.searcher, field)?;
-        Ok(committed + self.tail.total_len())
+        Ok(committed + self.slot(field).map_or(0, |slot| self.tail.total_len(slot)))
     }
 
     fn total_num_docs(&self) -> tantivy::Result<u64> {
@@ -38,7 +49,10 @@ impl Bm25StatisticsProvider for CombinedStats<'_> {
 
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
         let committed = self.searcher.doc_freq(term)?;
-        let tail = term.value().as_str().map_or(0, |text| self.tail.doc_freq(text));
+        let tail = match (self.slot(term.field()), term.value().as_str()) {
+            (Some(slot), Some(text)) => self.tail.doc_freq(slot, text),
+            _ => 0,
+        };
         Ok(committed + tail)
     }
 }

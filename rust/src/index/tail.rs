@@ -8,15 +8,28 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::schema::Extra;
 use crate::entry::{Entry, Micros};
+
+/// The scored fields, in `schema::field_terms` order.
+pub const TEXT: usize = 0;
+pub const CONTEXT: usize = 1;
+pub const DATE: usize = 2;
+pub const SCORED_FIELDS: usize = 3;
+
+/// One field of a document: analysed terms with their frequencies, and length.
+#[derive(Debug, Clone, Default)]
+pub struct FieldTerms {
+    pub terms: HashMap<String, u32>,
+    pub len: u32,
+}
 
 #[derive(Debug, Clone)]
 pub struct TailDoc {
     pub entry: Entry,
+    pub extra: Extra,
     pub seq: i64,
-    /// Analysed terms with their frequencies.
-    pub terms: HashMap<String, u32>,
-    pub len: u32,
+    pub fields: [FieldTerms; SCORED_FIELDS],
 }
 
 #[derive(Debug, Default, Clone)]
@@ -25,8 +38,8 @@ pub struct Tail {
     /// Ids whose committed document is stale (updated or deleted), with the
     /// change that made it so. Shared copy-on-write with running queries.
     pub tombstones: Arc<HashMap<i64, i64>>,
-    doc_freq: HashMap<String, u64>,
-    total_len: u64,
+    doc_freq: [HashMap<String, u64>; SCORED_FIELDS],
+    total_len: [u64; SCORED_FIELDS],
 }
 
 impl Tail {
@@ -42,31 +55,44 @@ impl Tail {
         self.docs.len() as u64
     }
 
-    pub fn total_len(&self) -> u64 {
-        self.total_len
+    pub fn total_len(&self, field: usize) -> u64 {
+        self.total_len[field]
     }
 
-    pub fn doc_freq(&self, term: &str) -> u64 {
-        self.doc_freq.get(term).copied().unwrap_or(0)
+    pub fn doc_freq(&self, field: usize, term: &str) -> u64 {
+        self.doc_freq[field].get(term).copied().unwrap_or(0)
     }
 
-    /// Adds or replaces an entry. `replaces_committed` marks an update of an entry
-    /// that the committed index may hold.
-    pub fn upsert(&mut self, entry: Entry, seq: i64, terms: Vec<String>, replaces_committed: bool) {
+    /// Adds or replaces an entry, given the analysed terms of each scored field.
+    /// `replaces_committed` marks an update of an entry that the committed index
+    /// may hold.
+    pub fn upsert(
+        &mut self,
+        entry: Entry,
+        extra: Extra,
+        seq: i64,
+        terms: [Vec<String>; SCORED_FIELDS],
+        replaces_committed: bool,
+    ) {
         self.remove_doc(entry.id);
         if replaces_committed {
             Arc::make_mut(&mut self.tombstones).insert(entry.id, seq);
         }
-        let len = u32::try_from(terms.len()).unwrap_or(u32::MAX);
-        let mut freqs: HashMap<String, u32> = HashMap::new();
-        for term in terms {
-            *freqs.entry(term).or_default() += 1;
+        let fields = terms.map(|terms| {
+            let len = u32::try_from(terms.len()).unwrap_or(u32::MAX);
+            let mut freqs: HashMap<String, u32> = HashMap::new();
+            for term in terms {
+                *freqs.entry(term).or_default() += 1;
+            }
+            FieldTerms { terms: freqs, len }
+        });
+        for (f, field) in fields.iter().enumerate() {
+            for term in field.terms.keys() {
+                *self.doc_freq[f].entry(term.clone()).or_default() += 1;
+            }
+            self.total_len[f] += u64::from(field.len);
         }
-        for term in freqs.keys() {
-            *self.doc_freq.entry(term.clone()).or_default() += 1;
-        }
-        self.total_len += u64::from(len);
-        self.docs.insert(entry.id, TailDoc { entry, seq, terms: freqs, len });
+        self.docs.insert(entry.id, TailDoc { entry, extra, seq, fields });
     }
 
     pub fn delete(&mut self, id: i64, seq: i64) {
@@ -88,15 +114,17 @@ impl Tail {
 
     fn remove_doc(&mut self, id: i64) {
         let Some(doc) = self.docs.remove(&id) else { return };
-        for term in doc.terms.keys() {
-            if let Some(df) = self.doc_freq.get_mut(term) {
-                *df -= 1;
-                if *df == 0 {
-                    self.doc_freq.remove(term);
+        for (f, field) in doc.fields.iter().enumerate() {
+            for term in field.terms.keys() {
+                if let Some(df) = self.doc_freq[f].get_mut(term) {
+                    *df -= 1;
+                    if *df == 0 {
+                        self.doc_freq[f].remove(term);
+                    }
                 }
             }
+            self.total_len[f] -= u64::from(field.len);
         }
-        self.total_len -= u64::from(doc.len);
     }
 
     /// The newest change this tail holds.
@@ -147,20 +175,28 @@ mod tests {
         }
     }
 
+    fn text(terms: &[&str]) -> [Vec<String>; SCORED_FIELDS] {
+        [terms.iter().map(|t| (*t).to_owned()).collect(), vec!["x".into()], Vec::new()]
+    }
+
     #[test]
     fn statistics_follow_upserts_and_deletes() {
         let mut tail = Tail::default();
-        tail.upsert(entry(1), 1, vec!["a".into(), "b".into(), "a".into()], false);
-        tail.upsert(entry(2), 2, vec!["a".into()], false);
-        assert_eq!(tail.doc_freq("a"), 2);
-        assert_eq!(tail.total_len(), 4);
-        tail.upsert(entry(1), 3, vec!["c".into()], true);
-        assert_eq!(tail.doc_freq("a"), 1);
-        assert_eq!(tail.doc_freq("c"), 1);
+        let extra = Extra::default;
+        tail.upsert(entry(1), extra(), 1, text(&["a", "b", "a"]), false);
+        tail.upsert(entry(2), extra(), 2, text(&["a"]), false);
+        assert_eq!(tail.doc_freq(TEXT, "a"), 2);
+        assert_eq!(tail.doc_freq(CONTEXT, "a"), 0);
+        assert_eq!(tail.doc_freq(CONTEXT, "x"), 2);
+        assert_eq!(tail.total_len(TEXT), 4);
+        tail.upsert(entry(1), extra(), 3, text(&["c"]), true);
+        assert_eq!(tail.doc_freq(TEXT, "a"), 1);
+        assert_eq!(tail.doc_freq(TEXT, "c"), 1);
         assert_eq!(tail.tombstones.get(&1), Some(&3));
         tail.delete(2, 4);
-        assert_eq!(tail.doc_freq("a"), 0);
-        assert_eq!(tail.total_len(), 1);
+        assert_eq!(tail.doc_freq(TEXT, "a"), 0);
+        assert_eq!(tail.total_len(TEXT), 1);
+        assert_eq!(tail.total_len(CONTEXT), 1);
         tail.trim(3);
         assert!(tail.docs.is_empty());
         assert_eq!(tail.tombstones.len(), 1);

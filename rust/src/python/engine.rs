@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use super::call::awaitable;
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
-use crate::config::{Config, Eviction, Recency, Scrub, TokenizerSpec};
+use crate::config::{Config, Eviction, Recency, Retrieval, Scrub, TokenizerSpec};
 use super::context::Context;
 use crate::engine::{Engine as Core, InjectionPolicy, ListFilter, Patch, Query};
 use crate::render::Order;
@@ -66,11 +66,12 @@ fn list_filter((has_scope, scope, kind, session_id, since, until): Filter) -> Li
 #[pymethods]
 impl Engine {
     #[staticmethod]
-    #[pyo3(signature = (path, *, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms, scrub, scrub_pii, scrub_metadata, max_entries_per_scope, eviction))]
+    #[pyo3(signature = (path, *, auth_token, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms, scrub, scrub_pii, scrub_metadata, max_entries_per_scope, eviction, stopword_weight=None, context_weight=None, date_weight=None))]
     #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,
         path: String,
+        auth_token: Option<String>,
         index_dir: Option<String>,
         tokenizer: String,
         recency_weight: f32,
@@ -84,14 +85,25 @@ impl Engine {
         scrub_metadata: bool,
         max_entries_per_scope: Option<usize>,
         eviction: String,
+        stopword_weight: Option<f32>,
+        context_weight: Option<f32>,
+        date_weight: Option<f32>,
     ) -> PyResult<Bound<'_, PyAny>> {
+        let d = Retrieval::default();
+        let retrieval = Retrieval {
+            stopword_weight: stopword_weight.unwrap_or(d.stopword_weight),
+            context_weight: context_weight.unwrap_or(d.context_weight),
+            date_weight: date_weight.unwrap_or(d.date_weight),
+        };
         let eviction = Eviction::parse(&eviction).map_err(to_py)?;
         let tokenizer = TokenizerSpec::parse(&tokenizer).map_err(to_py)?;
         let config = Config {
             path,
+            auth_token,
             index_dir: index_dir.map(Into::into),
             tokenizer,
             recency: Recency { weight: recency_weight, half_life_days: recency_half_life_days },
+            retrieval,
             depth,
             flush_entries,
             flush_ms,
@@ -349,9 +361,13 @@ pub fn default_config(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>
     let c = Config::default();
     let d = pyo3::types::PyDict::new(py);
     d.set_item("path", &c.path)?;
+    d.set_item("auth_token", &c.auth_token)?;
     d.set_item("tokenizer", "o200k")?;
     d.set_item("recency_weight", c.recency.weight)?;
     d.set_item("recency_half_life_days", c.recency.half_life_days)?;
+    d.set_item("stopword_weight", c.retrieval.stopword_weight)?;
+    d.set_item("context_weight", c.retrieval.context_weight)?;
+    d.set_item("date_weight", c.retrieval.date_weight)?;
     d.set_item("depth", c.depth)?;
     d.set_item("flush_entries", c.flush_entries)?;
     d.set_item("flush_ms", c.flush_ms)?;

@@ -2,6 +2,11 @@
 //!
 //! Every write appends to the `changes` log in the same transaction, so a search
 //! index can follow the database by applying changes after the last one it saw.
+//!
+//! The database is a local file (or `":memory:"`), or a libSQL server reached over
+//! Hrana-over-HTTP (feature `remote`). A server has no PRAGMAs to tune and no busy
+//! timeout to set; every connection is its own HTTP stream, and one that failed is
+//! replaced so that a later call reconnects.
 
 mod read;
 mod retention;
@@ -17,7 +22,7 @@ use parking_lot::Mutex;
 use crate::config::Config;
 use crate::entry::{Entry, Micros};
 use crate::error::{Error, Result};
-use crate::runtime::block_on;
+use crate::runtime::{block_on, runtime};
 
 pub use read::ListFilter;
 pub use retention::{Eviction, Retention};
@@ -63,50 +68,120 @@ pub struct Store {
     /// would open a different database.
     readers: Option<Mutex<Vec<Connection>>>,
     busy_timeout: Duration,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Memory,
+    File,
+    Remote,
 }
 
 impl Store {
     pub fn open(config: &Config) -> Result<Self> {
         let busy_timeout = Duration::from_millis(config.busy_timeout_ms);
-        let db = block_on(libsql::Builder::new_local(&config.path).build())?;
+        let kind = if config.is_memory() {
+            Kind::Memory
+        } else if config.is_remote() {
+            Kind::Remote
+        } else {
+            Kind::File
+        };
+        let db = if kind == Kind::Remote {
+            open_remote(config)?
+        } else {
+            block_on(libsql::Builder::new_local(&config.path).build())?
+        };
         let writer = db.connect()?;
-        configure(&writer, busy_timeout, !config.is_memory())?;
+        configure(&writer, busy_timeout, kind)?;
         schema::migrate(&writer)?;
         Ok(Self {
             db,
             writer: Mutex::new(writer),
-            readers: (!config.is_memory()).then(|| Mutex::new(Vec::new())),
+            readers: (kind != Kind::Memory).then(|| Mutex::new(Vec::new())),
             busy_timeout,
+            kind,
         })
     }
 
-    /// Runs `f` on the one write connection.
-    fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        f(&self.writer.lock())
+    /// Whether the database is a libSQL server.
+    pub fn is_remote(&self) -> bool {
+        self.kind == Kind::Remote
     }
 
-    /// Runs `f` on an idle read connection (the writer's for `":memory:"`).
-    fn with_reader<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    fn connect(&self) -> Result<Connection> {
+        let conn = self.db.connect()?;
+        configure(&conn, self.busy_timeout, self.kind)?;
+        Ok(conn)
+    }
+
+    /// Runs `f` on the one write connection. A server connection that failed is
+    /// replaced: its stream may be gone or hold a transaction being rolled back.
+    fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let mut conn = self.writer.lock();
+        let result = f(&conn);
+        if result.is_err() && self.is_remote() {
+            if let Ok(fresh) = self.connect() {
+                let _ctx = runtime().enter();
+                drop(std::mem::replace(&mut *conn, fresh));
+            }
+        }
+        result
+    }
+
+    /// Runs `f` on an idle read connection (the writer's for `":memory:"`). On a
+    /// server, a read that lost its connection is tried once more on a new one:
+    /// reads are idempotent.
+    fn with_reader<T>(&self, f: impl Fn(&Connection) -> Result<T>) -> Result<T> {
         let Some(pool) = &self.readers else {
             return f(&self.writer.lock());
         };
-        let conn = match pool.lock().pop() {
+        let pooled = pool.lock().pop();
+        let conn = match pooled {
             Some(conn) => conn,
-            None => {
-                let conn = self.db.connect()?;
-                configure(&conn, self.busy_timeout, true)?;
-                conn
-            }
+            None => self.connect()?,
         };
-        let result = f(&conn);
+        let mut result = f(&conn);
+        if self.is_remote() && result.as_ref().is_err_and(Error::is_retryable) {
+            let _ctx = runtime().enter();
+            drop(conn);
+            let conn = self.connect()?;
+            result = f(&conn);
+            if result.is_ok() {
+                pool.lock().push(conn);
+            }
+            return result;
+        }
         pool.lock().push(conn);
         result
     }
 }
 
-fn configure(conn: &Connection, busy_timeout: Duration, file: bool) -> Result<()> {
+#[cfg(feature = "remote")]
+fn open_remote(config: &Config) -> Result<Database> {
+    let token = config.auth_token.clone().unwrap_or_default();
+    // The `tls` connector serves `http://` too (`https_or_http`), and
+    // `libsql://` becomes `https://`.
+    Ok(block_on(libsql::Builder::new_remote(config.path.clone(), token).build())?)
+}
+
+#[cfg(not(feature = "remote"))]
+fn open_remote(config: &Config) -> Result<Database> {
+    Err(Error::invalid(format!(
+        "{:?} is a server URL, but this build has no libSQL server support (feature \"remote\")",
+        config.path
+    )))
+}
+
+fn configure(conn: &Connection, busy_timeout: Duration, kind: Kind) -> Result<()> {
+    if kind == Kind::Remote {
+        // The server owns journaling and locking; a remote connection has neither
+        // PRAGMAs to set nor a busy handler.
+        return Ok(());
+    }
     conn.busy_timeout(busy_timeout)?;
-    if file {
+    if kind == Kind::File {
         // WAL lets readers run beside the writer; NORMAL syncs at checkpoints, which
         // keeps every committed transaction through a process crash.
         block_on(conn.execute_batch(

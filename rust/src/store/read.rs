@@ -68,7 +68,7 @@ impl Store {
         let params: Vec<Value> = ids.iter().map(|&id| Value::Integer(id)).collect();
         let mut found: HashMap<i64, Entry> = self.with_reader(|conn| {
             block_on(async {
-                let mut rows = conn.query(&sql, params).await?;
+                let mut rows = conn.query(&sql, params.clone()).await?;
                 let mut found = HashMap::with_capacity(ids.len());
                 while let Some(row) = rows.next().await? {
                     let entry = rows::entry(&row, 0)?;
@@ -126,7 +126,7 @@ impl Store {
         );
         self.with_reader(|conn| {
             block_on(async {
-                let mut rows = conn.query(&sql, params).await?;
+                let mut rows = conn.query(&sql, params.clone()).await?;
                 let mut out = Vec::new();
                 while let Some(row) = rows.next().await? {
                     out.push(rows::entry(&row, 0)?);
@@ -181,7 +181,7 @@ impl Store {
     fn scalar(&self, sql: &str, params: Vec<Value>) -> Result<i64> {
         self.with_reader(|conn| {
             block_on(async {
-                let mut rows = conn.query(sql, params).await?;
+                let mut rows = conn.query(sql, params.clone()).await?;
                 match rows.next().await? {
                     Some(row) => Ok(row.get::<Option<i64>>(0)?.unwrap_or(0)),
                     None => Ok(0),

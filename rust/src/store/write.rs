@@ -53,10 +53,13 @@ impl Store {
                         continue;
                     }
                 }
-                tx.execute(
+                // RETURNING rather than last_insert_rowid: the same on a file and
+                // over Hrana, where the rowid travels with each statement's result.
+                let id = returned_id(
+                    &tx,
                     "INSERT INTO entries (content, kind, scope, session_id, metadata, ts, tokens, \
                      created_at, content_key, expires_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
                     vec![
                         text(&e.content),
                         text(&e.kind),
@@ -74,7 +77,6 @@ impl Store {
                     ],
                 )
                 .await?;
-                let id = tx.last_insert_rowid();
                 let seq = log_change(&tx, id, OP_INSERT).await?;
                 out.push(Written { id, seq: Some(seq) });
             }
@@ -207,8 +209,22 @@ async fn begin(conn: &Connection) -> Result<libsql::Transaction> {
 }
 
 pub(super) async fn log_change(conn: &Connection, entry_id: i64, op: i64) -> Result<i64> {
-    conn.execute("INSERT INTO changes (entry_id, op) VALUES (?1, ?2)", [entry_id, op]).await?;
-    Ok(conn.last_insert_rowid())
+    returned_id(
+        conn,
+        "INSERT INTO changes (entry_id, op) VALUES (?1, ?2) RETURNING seq",
+        vec![Value::Integer(entry_id), Value::Integer(op)],
+    )
+    .await
+}
+
+/// Runs an `INSERT ... RETURNING` of one row and reads the integer it returns.
+async fn returned_id(conn: &Connection, sql: &str, params: Vec<Value>) -> Result<i64> {
+    let mut rows = conn.query(sql, params).await?;
+    let row = rows
+        .next()
+        .await?
+        .ok_or_else(|| Error::Internal(format!("no row returned by {sql:?}")))?;
+    Ok(row.get(0)?)
 }
 
 /// The id of an entry in `scope` whose normalised content equals `normalized`.
