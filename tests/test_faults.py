@@ -325,16 +325,7 @@ DAMAGE = [
     "segments_half",
     "segments_garbage",
     "junk_files",
-    pytest.param(
-        "not_a_dir",
-        marks=pytest.mark.xfail(
-            strict=True,
-            raises=StorageError,
-            reason="BUG: a regular file where the index directory belongs fails open with "
-            "StorageError 'Not a directory' instead of being replaced: SearchIndex::create "
-            "calls remove_dir_all on it (rust/src/index/mod.rs)",
-        ),
-    ),
+    "not_a_dir",
 ]
 
 
@@ -521,14 +512,6 @@ def test_disk_full_on_tmpfs_fails_typed_and_recovers(tmpfs_full: dict[str, objec
     assert_survived(tmpfs_full)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: after the index's own commit failed with ENOSPC, later commits advance the "
-    "index payload past changes whose documents were never written: those entries are "
-    "missing from search after reopen, and close() may raise SearchIndexError 'index writer "
-    "was killed' (the dead tantivy IndexWriter is kept; SearchIndex::commit_tail, "
-    "rust/src/index/mod.rs); a rebuilt index has them",
-)
 def test_disk_full_on_tmpfs_index_agrees(tmpfs_full: dict[str, object]) -> None:
     assert tmpfs_full["live_agrees"] is True, tmpfs_full
     assert tmpfs_full["close_after"] == "ok", tmpfs_full

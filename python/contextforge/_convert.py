@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal, TypedDict, Union
+from typing import Any, Literal, TypedDict, TypeVar, Union
+
+T = TypeVar("T")
 
 from .errors import InvalidInputError, InvalidTypeError
 
@@ -63,6 +65,9 @@ def timestamp_us(name: str, value: Timestamp | None) -> int | None:
         )
     elif isinstance(value, float) and not math.isfinite(value):
         raise InvalidInputError(f"{name} must be a finite number, got {value}")
+    elif not _MIN_US / 1e6 - 1 <= value <= _MAX_US / 1e6 + 1:
+        # Checked before scaling: a huge float would overflow on the way.
+        raise InvalidInputError(f"{name} is outside the years 1 to 9999")
     else:
         micros = round(value * 1_000_000)
     if not _MIN_US <= micros <= _MAX_US:
@@ -158,6 +163,8 @@ def expiry_us(ttl: Any, expires_at: Any) -> int | None:
         seconds = ttl.total_seconds()
     elif isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
         raise InvalidTypeError(f"ttl must be seconds or a timedelta, not {type(ttl).__name__}")
+    elif not -1e12 < ttl < 1e12:  # beyond any representable expiry; also avoids float overflow
+        raise InvalidInputError(f"ttl is out of range: {ttl!r}")
     else:
         seconds = float(ttl)
     if not math.isfinite(seconds) or seconds <= 0:
@@ -256,3 +263,11 @@ def query_options(
         "metadata": metadata_json(metadata),
         "on_injection": choice("on_injection", on_injection, ("flag", "drop")),
     }
+
+
+def call(make: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+    """Starts a core call, turning Rust's refusal of unencodable text into our error."""
+    try:
+        return make()
+    except UnicodeEncodeError as err:
+        raise InvalidInputError("text must be valid Unicode (it holds a lone surrogate)") from err

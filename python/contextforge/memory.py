@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import _convert, _core
 from ._convert import ContextOrder, InjectionPolicy, Scope, Timestamp
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ContextForge", "verify_citations"]
 
-T = TypeVar("T")
 
 _SAVE_KEYS = frozenset(
     {"content", "kind", "scope", "session_id", "metadata", "timestamp", "dedupe", "ttl", "expires_at"}
@@ -28,14 +27,7 @@ _UNSET: Any = object()
 _PAGE = 500
 
 
-def _call(make: Callable[[], Awaitable[T]]) -> Awaitable[T]:
-    """Starts a core call, turning Rust's refusal of unencodable text into our error."""
-    try:
-        return make()
-    except UnicodeEncodeError as err:
-        raise InvalidInputError(
-            "text must be valid Unicode (it holds a lone surrogate)"
-        ) from err
+_call = _convert.call
 
 
 class ContextForge:
@@ -161,6 +153,10 @@ class ContextForge:
         required). A bad item raises ``InvalidInputError`` naming its position, and
         nothing is saved.
         """
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+            raise InvalidTypeError(
+                f"save_many takes an iterable of mappings, not {type(items).__name__}"
+            )
         prepared = []
         for i, item in enumerate(items):
             if not isinstance(item, Mapping):
@@ -376,7 +372,8 @@ class ContextForge:
     async def clear_scope(self, scope: str) -> int:
         """Deletes every entry of exactly ``scope`` (no prefixes, no wildcards) and
         returns how many. Global entries are never touched."""
-        return await self._engine.clear_scope(_convert.label("scope", scope))
+        label = _convert.label("scope", scope)
+        return await _call(lambda: self._engine.clear_scope(label))
 
     async def clear_all(self, *, confirm: bool) -> int:
         """Deletes every entry of every scope. Requires ``confirm=True``."""
@@ -406,7 +403,8 @@ class ContextForge:
         size = _convert.positive_int("page_size", page_size)
         cursor: tuple[int, int] | None = None
         while True:
-            page, cursor = await self._engine.list_page(filt, cursor, size)
+            after = cursor
+            page, cursor = await _call(lambda: self._engine.list_page(filt, after, size))
             for entry in page:
                 yield entry
             if cursor is None or len(page) < size:
@@ -417,7 +415,7 @@ class ContextForge:
         given, or global entries for ``scope=None``."""
         has_scope = scope is not _UNSET
         filt = _convert.list_filter(has_scope, scope if has_scope else None, None, None, None, None)
-        return await self._engine.count(filt)
+        return await _call(lambda: self._engine.count(filt))
 
     async def flush(self) -> None:
         """Commits pending search-index changes now.

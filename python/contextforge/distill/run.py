@@ -62,7 +62,7 @@ async def distill_into(
         raise InvalidInputError("the transcript is empty")
 
     # Secrets are redacted here, in Rust, before any model sees the text.
-    clean, chunks = await engine.distill_chunks(pairs, budget)
+    clean, chunks = await _convert.call(lambda: engine.distill_chunks(pairs, budget))
     if distiller is None:
         result, sources = await _extract(engine, clean, chunks)
     else:
@@ -84,7 +84,8 @@ async def distill_into(
     if not items:
         return DistillResult((), (), result.model, len(chunks))
     prepared = [_convert.save_item(**item) for item in items]
-    outcome = await engine.save_detailed(prepared)  # one transaction: all or nothing
+    # One transaction: all or nothing.
+    outcome = await _convert.call(lambda: engine.save_detailed(prepared))
     saved: list[SavedItem] = []
     skipped: list[SavedItem] = []
     for item, (entry_id, created) in zip(items, outcome):
@@ -100,7 +101,7 @@ async def _extract(
 ) -> tuple[Distillation, tuple[int, ...]]:
     """The offline extractor over the whole transcript; each fact is attributed
     to the chunk that holds its message."""
-    summary, facts = await engine.distill_extract(clean, 20, 300, 3)
+    summary, facts = await _convert.call(lambda: engine.distill_extract(clean, 20, 300, 3))
     chunk_of: dict[int, int] = {}
     for index, (messages, _, _, _) in enumerate(chunks):
         for message in messages:

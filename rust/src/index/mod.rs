@@ -52,23 +52,35 @@ impl SearchIndex {
     /// Opens the index at `dir` (or in RAM) and brings it up to date with `store`.
     pub fn open(dir: Option<&Path>, store: &Store) -> Result<Self> {
         let head = store.head()?;
-        let index = match dir {
-            None => Self::create(None)?,
+        // `on_disk`: this process owns the directory (not the in-RAM fallback).
+        let (index, on_disk) = match dir {
+            None => (Self::create(None)?, None),
             Some(dir) => match Self::open_dir(dir, head) {
-                Ok(index) => index,
+                Ok(index) => (index, Some(dir)),
                 Err(Error::Index(tantivy::TantivyError::LockFailure(..))) => {
                     // Another process owns this index directory: keep a private
                     // in-RAM index that follows the same change log.
                     log::warn!("{} is in use by another process; indexing in RAM", dir.display());
-                    Self::create(None)?
+                    (Self::create(None)?, None)
                 }
                 Err(err) => {
                     log::warn!("rebuilding the search index at {}: {err}", dir.display());
-                    Self::create(Some(dir))?
+                    (Self::create(Some(dir))?, Some(dir))
                 }
             },
         };
         index.catch_up(store)?;
+        // A commit that half-failed (a full disk) can leave an index whose payload
+        // claims changes its segments lack: a count that disagrees means rebuild.
+        let indexed = index.view.read().searcher.num_docs();
+        let stored = u64::try_from(store.count(&crate::store::ListFilter::default())?).unwrap_or(0);
+        if let (Some(dir), true) = (on_disk, indexed != stored) {
+            log::warn!("rebuilding the search index at {}: it holds {indexed} of {stored} entries", dir.display());
+            drop(index);
+            let index = Self::create(Some(dir))?;
+            index.catch_up(store)?;
+            return Ok(index);
+        }
         Ok(index)
     }
 
@@ -95,8 +107,10 @@ impl SearchIndex {
         let index = match dir {
             None => Index::create_in_ram(schema),
             Some(dir) => {
-                if dir.exists() {
-                    std::fs::remove_dir_all(dir)?;
+                match std::fs::symlink_metadata(dir) {
+                    Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(dir)?,
+                    Ok(_) => std::fs::remove_file(dir)?, // a file where the directory belongs
+                    Err(_) => {}
                 }
                 std::fs::create_dir_all(dir)?;
                 Index::create_in_dir(dir, schema)?
@@ -233,7 +247,11 @@ impl SearchIndex {
     fn commit_with(&self, changes: &[Change], extras: &[Extra]) -> Result<()> {
         let mut guard = self.writer.lock();
         let writer = guard.as_mut().ok_or(Error::Closed)?;
-        self.commit_tail(writer, changes, extras)
+        let result = self.commit_tail(writer, changes, extras);
+        if result.is_err() {
+            reset_writer(&mut guard);
+        }
+        result
     }
 
     /// Commits the tail to the index, then drops what the commit made durable.
@@ -243,7 +261,11 @@ impl SearchIndex {
         if self.view.read().tail.is_empty() {
             return Ok(());
         }
-        self.commit_tail(writer, &[], &[])
+        let result = self.commit_tail(writer, &[], &[]);
+        if result.is_err() {
+            reset_writer(&mut guard);
+        }
+        result
     }
 
     /// Writes the tail and then `extra` into the writer and commits them as one.
@@ -356,4 +378,18 @@ fn commit(writer: &mut IndexWriter<TantivyDocument>, upto: i64) -> Result<()> {
     prepared.set_payload(&upto.to_string());
     prepared.commit()?;
     Ok(())
+}
+
+/// After a failed commit (a full disk, say) tantivy may have killed the writer:
+/// replace it with a fresh one at the last good commit. The tail still holds the
+/// uncommitted changes and the applied change number was not advanced, so the
+/// next flush retries them.
+fn reset_writer(guard: &mut Option<IndexWriter<TantivyDocument>>) {
+    let Some(old) = guard.take() else { return };
+    let index = old.index().clone();
+    drop(old); // releases the directory lock
+    match index.writer_with_num_threads(1, WRITER_MEMORY) {
+        Ok(writer) => *guard = Some(writer),
+        Err(err) => log::error!("cannot reopen the search index writer: {err}"),
+    }
 }
