@@ -426,11 +426,7 @@ SECRET_DENSE = textwrap.dedent(
 )
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: scrubbing is superlinear in secret-dense text: saving 0.5/1/2 MB of "
-    "'password=Hunter2xyz9 ' takes 0.6/1.6/4.9 s (0.25 s at 2 MB with scrub=False), so "
-    "10 MB stalls a save for minutes (> 120 s); see the scrub fuzz target"))
-def test_bug_ten_megabytes_of_secrets_saves_in_bounded_time() -> None:
+def test_ten_megabytes_of_secrets_saves_in_bounded_time() -> None:
     try:
         proc = subprocess.run([sys.executable, "-c", SECRET_DENSE], capture_output=True,
                               text=True, timeout=25)

@@ -192,7 +192,8 @@ class ContextForge:
     ) -> Hits:
         """Finds the entries most relevant to ``q`` and packs them into ``budget`` tokens.
 
-        Ranking is BM25 over the content, weighted by recency; the best entries are
+        Ranking is BM25 over the content (plus, at lower weights, the previous turns
+        of the entry's session and its date as words), weighted by recency; the best entries are
         taken in rank order, skipping any that no longer fit, until the budget is
         spent. The query text is plain words: operators, quotes and field syntax
         have no special meaning.

@@ -7,6 +7,7 @@ use super::rule::{Check, Class, Rule, Verdict};
 use super::window::{windows, WHOLE_TEXT_MAX};
 use super::{assignment, entropy, patterns, pii, Finding};
 use regex::{Regex, RegexBuilder};
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::OnceLock;
 
@@ -193,9 +194,12 @@ impl Compiled {
                 .iter()
                 .find_map(|&g| caps.get(g))
                 .unwrap_or(whole);
-            let touches_placeholder = blocked
-                .iter()
-                .any(|&(s, e)| s < base + whole.end() && base + whole.start() < e);
+            // `blocked` is sorted and disjoint, so its ends are sorted too: one
+            // binary search finds the only span that can overlap (linear scans made
+            // secret-dense texts quadratic).
+            let (start, stop) = (base + whole.start(), base + whole.end());
+            let first = blocked.partition_point(|&(_, e)| e <= start);
+            let touches_placeholder = blocked.get(first).is_some_and(|&(s, _)| s < stop);
             let verdict = match self.check {
                 _ if touches_placeholder => Verdict::Reject,
                 Some(check) => check(&caps, secret.as_str()),
@@ -256,17 +260,17 @@ fn resolve(mut candidates: Vec<Candidate>) -> Vec<Finding> {
             .then(a.finding.start.cmp(&b.finding.start))
             .then(a.rule.cmp(&b.rule))
     });
-    let mut kept: Vec<Finding> = Vec::with_capacity(candidates.len());
+    // Keyed by start: checking the neighbours and inserting stay logarithmic.
+    let mut kept: BTreeMap<usize, Finding> = BTreeMap::new();
     for c in candidates {
         let f = c.finding;
-        let i = kept.partition_point(|k| k.start < f.start);
-        let clear_before = i == 0 || kept[i - 1].end <= f.start;
-        let clear_after = i == kept.len() || f.end <= kept[i].start;
+        let clear_before = kept.range(..f.start).next_back().is_none_or(|(_, k)| k.end <= f.start);
+        let clear_after = kept.range(f.start..).next().is_none_or(|(_, k)| f.end <= k.start);
         if clear_before && clear_after {
-            kept.insert(i, f);
+            kept.insert(f.start, f);
         }
     }
-    kept
+    kept.into_values().collect()
 }
 
 #[cfg(test)]
