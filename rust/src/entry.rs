@@ -5,6 +5,21 @@ use crate::error::{Error, Result};
 /// Microseconds since the Unix epoch (UTC).
 pub type Micros = i64;
 
+/// The UTC calendar date of a timestamp: `(year, month 1-12, day 1-31)`
+/// (Howard Hinnant's `civil_from_days`).
+pub fn civil_date(ts: Micros) -> (i64, i64, i64) {
+    let days = ts.div_euclid(86_400_000_000);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
 /// Timestamps are limited to years 1..=9999, the range every caller can represent.
 pub const MIN_TIMESTAMP: Micros = -62_135_596_800_000_000;
 pub const MAX_TIMESTAMP: Micros = 253_402_300_799_999_999;

@@ -160,19 +160,8 @@ fn nonce(hits: &[Hit]) -> String {
 
 /// `YYYY-MM-DD HH:MM UTC` from microseconds since the epoch.
 fn format_time(micros: Micros) -> String {
-    let secs = micros.div_euclid(1_000_000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let rem = micros.div_euclid(1_000_000).rem_euclid(86_400);
+    let (year, month, day) = crate::entry::civil_date(micros);
     format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
 }
 

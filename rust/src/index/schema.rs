@@ -123,17 +123,7 @@ const MONTHS: [&str; 12] = [
 
 /// A timestamp's UTC date as words: day of month, month name, year.
 pub fn date_text(ts: crate::entry::Micros) -> String {
-    let days = ts.div_euclid(86_400_000_000);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = crate::entry::civil_date(ts);
     format!("{day} {} {year}", MONTHS[(month - 1) as usize])
 }
 
