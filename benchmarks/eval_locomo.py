@@ -53,6 +53,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                    "or ../shared/data/locomo-dev beside the repository)")
     p.add_argument("--out", default=str(HERE / "results"), help="folder for eval_locomo.{md,json}")
     p.add_argument("--budget", type=int, default=512, help="token budget (default: 512)")
+    p.add_argument("--ablations", action="store_true",
+                   help="also run each lexical feature alone (the README's feature numbers)")
     return p.parse_args(argv)
 
 
@@ -97,12 +99,26 @@ def bm25_runs(spec: Spec, tokens: dict[str, int], budget: int) -> dict[str, Run]
     return runs
 
 
-async def run_all(spec: Spec, budget: int) -> dict[str, Report]:
+# Each lexical feature on its own, the others switched off (1.0 counts function
+# words fully, 0.0 drops the context and date fields).
+ABLATIONS: dict[str, dict[str, float]] = {
+    "all features off": {"stopword_weight": 1.0, "context_weight": 0.0, "date_weight": 0.0},
+    "function words only": {"context_weight": 0.0, "date_weight": 0.0},
+    "context only": {"stopword_weight": 1.0, "date_weight": 0.0},
+    "date only": {"stopword_weight": 1.0, "context_weight": 0.0},
+}
+
+
+async def run_all(spec: Spec, budget: int, ablations: bool = False) -> dict[str, Report]:
     reports = {
         "contextforge defaults": await evaluate(spec, Config(), ks=KS, budget=budget),
         "contextforge relevance-only": await evaluate(
             spec, Config(recency_weight=0.0), ks=KS, budget=budget),
     }
+    if ablations:
+        for name, settings in ABLATIONS.items():
+            reports[f"contextforge, {name}"] = await evaluate(
+                spec, Config(**settings), ks=KS, budget=budget)
     runs = bm25_runs(spec, await token_counts(spec), budget)
     if runs is not None:
         reports["plain BM25 (bm25s, same stemmer)"] = score(
@@ -144,7 +160,7 @@ def main(argv: Sequence[str]) -> int:
               file=sys.stderr)
         return 2
     spec = load_locomo(data)
-    reports = asyncio.run(run_all(spec, args.budget))
+    reports = asyncio.run(run_all(spec, args.budget, args.ablations))
     text = render(spec, reports, args.budget)
     print(text)
     out = Path(args.out)
