@@ -101,11 +101,11 @@ def bm25_runs(spec: Spec, tokens: dict[str, int], budget: int) -> dict[str, Run]
 
 # Each lexical feature on its own, the others switched off (1.0 counts function
 # words fully, 0.0 drops the context and date fields).
-ABLATIONS: dict[str, dict[str, float]] = {
-    "all features off": {"stopword_weight": 1.0, "context_weight": 0.0, "date_weight": 0.0},
-    "function words only": {"context_weight": 0.0, "date_weight": 0.0},
-    "context only": {"stopword_weight": 1.0, "date_weight": 0.0},
-    "date only": {"stopword_weight": 1.0, "context_weight": 0.0},
+ABLATIONS: dict[str, Config] = {
+    "all features off": Config(stopword_weight=1.0, context_weight=0.0, date_weight=0.0),
+    "function words only": Config(context_weight=0.0, date_weight=0.0),
+    "context only": Config(stopword_weight=1.0, date_weight=0.0),
+    "date only": Config(stopword_weight=1.0, context_weight=0.0),
 }
 
 
@@ -116,9 +116,8 @@ async def run_all(spec: Spec, budget: int, ablations: bool = False) -> dict[str,
             spec, Config(recency_weight=0.0), ks=KS, budget=budget),
     }
     if ablations:
-        for name, settings in ABLATIONS.items():
-            reports[f"contextforge, {name}"] = await evaluate(
-                spec, Config(**settings), ks=KS, budget=budget)
+        for name, config in ABLATIONS.items():
+            reports[f"contextforge, {name}"] = await evaluate(spec, config, ks=KS, budget=budget)
     runs = bm25_runs(spec, await token_counts(spec), budget)
     if runs is not None:
         reports["plain BM25 (bm25s, same stemmer)"] = score(
