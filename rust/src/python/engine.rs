@@ -44,6 +44,32 @@ impl Engine {
     }
 }
 
+/// The filters `query` and `context` share, as the bindings receive them.
+struct Filters {
+    kinds: Option<Vec<String>>,
+    session_id: Option<String>,
+    since: Option<Micros>,
+    until: Option<Micros>,
+    metadata: Option<String>,
+}
+
+impl Filters {
+    #[allow(clippy::too_many_arguments)]
+    fn query(
+        self,
+        text: String,
+        scopes: Option<Vec<Option<String>>>,
+        budget: u64,
+        now: Option<Micros>,
+        depth: Option<usize>,
+        injection: InjectionPolicy,
+        explain: bool,
+    ) -> Query {
+        let Filters { kinds, session_id, since, until, metadata } = self;
+        Query { text, scopes, budget, now, depth, kinds, session_id, since, until, metadata, injection, explain }
+    }
+}
+
 type ChunkTuple = (Vec<usize>, String, u32, Option<(usize, usize)>);
 
 fn new_entries(items: Vec<Item>) -> Vec<NewEntry> {
@@ -197,20 +223,8 @@ impl Engine {
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
-        let query = Query {
-            explain,
-            text,
-            scopes,
-            budget,
-            now,
-            depth,
-            kinds,
-            session_id,
-            since,
-            until,
-            metadata,
-            injection,
-        };
+        let filters = Filters { kinds, session_id, since, until, metadata };
+        let query = filters.query(text, scopes, budget, now, depth, injection, explain);
         awaitable(py, move || {
             let (hits, t) = core.query_timed(&query)?;
             let hits: Vec<Hit> = hits.into_iter().map(Hit::from).collect();
@@ -244,20 +258,8 @@ impl Engine {
         let core = self.core()?;
         let order = Order::parse(order).map_err(to_py)?;
         let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
-        let query = Query {
-            explain: false,
-            text,
-            scopes,
-            budget,
-            now,
-            depth,
-            kinds,
-            session_id,
-            since,
-            until,
-            metadata,
-            injection,
-        };
+        let filters = Filters { kinds, session_id, since, until, metadata };
+        let query = filters.query(text, scopes, budget, now, depth, injection, false);
         awaitable(py, move || Ok(Context::from(core.context(&query, order)?)))
     }
 
