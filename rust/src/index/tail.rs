@@ -126,13 +126,6 @@ impl Tail {
             self.total_len[f] -= u64::from(field.len);
         }
     }
-
-    /// The newest change this tail holds.
-    pub fn max_seq(&self) -> i64 {
-        let docs = self.docs.values().map(|d| d.seq).max().unwrap_or(0);
-        let tombs = self.tombstones.values().copied().max().unwrap_or(0);
-        docs.max(tombs)
-    }
 }
 
 /// BM25 as tantivy computes it (k1 = 1.2, b = 0.75), so tail and index scores
