@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod distill;
+pub mod embed;
 pub mod engine;
 pub mod entry;
 pub mod error;
