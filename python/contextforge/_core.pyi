@@ -172,3 +172,26 @@ def default_config() -> dict[str, Any]:
 
 def _shutdown() -> None:
     """Registered with atexit: waits for in-flight results to be delivered."""
+
+# The embedder's stub and its imports.
+import os
+
+import numpy
+import numpy.typing as npt
+
+@final
+class Embedder:
+    """A BERT sentence embedder read from a sentence-transformers model directory.
+    Use ``contextforge.embedders.LocalEmbedder`` rather than this class."""
+
+    def __new__(cls, path: str | os.PathLike[str]) -> Embedder:
+        """Loads ``config.json``, ``model.safetensors`` and ``tokenizer.json`` from
+        ``path``; raises ``InvalidInputError`` naming a missing or bad file."""
+    @property
+    def dim(self) -> int:
+        """The length of each vector."""
+    def embed(self, texts: list[str]) -> npt.NDArray[numpy.float32]:
+        """Mean-pooled, L2-normalised vectors, shape ``(len(texts), dim)``; the GIL
+        is released while the model runs."""
+
+__all__ += ["Embedder"]

@@ -2,6 +2,7 @@
 
 mod call;
 mod context;
+mod embedder;
 mod engine;
 mod errors;
 mod hit;
@@ -20,6 +21,8 @@ mod _core {
     use super::context::Context;
     #[pymodule_export]
     use super::call::_shutdown;
+    #[pymodule_export]
+    use super::embedder::Embedder;
 
     use pyo3::prelude::*;
 
