@@ -109,12 +109,21 @@ async def test_budget_packs_greedily_and_skips_what_does_not_fit(mem: ContextFor
 
 
 async def test_newer_of_two_equal_matches_ranks_first(mem: ContextForge) -> None:
-    old = await mem.save("quarterly planning notes", timestamp=NOW - timedelta(days=200))
-    new = await mem.save(
-        "quarterly planning notes", timestamp=NOW - timedelta(days=2), dedupe=False
-    )
-    hits = await mem.query("quarterly planning", now=NOW)
+    # Equally relevant (same length, same matched words), but not near duplicates.
+    old = await mem.save("quarterly planning notes from alice",
+                         timestamp=NOW - timedelta(days=200))
+    new = await mem.save("quarterly planning notes from bruno", timestamp=NOW - timedelta(days=2))
+    hits = await mem.query("quarterly planning", now=NOW, explain=True)
     assert [h.id for h in hits] == [new, old]
+    relevance = [h.explain["relevance"] for h in hits if h.explain]
+    assert relevance[0] == pytest.approx(relevance[1])
+
+
+async def test_an_identical_copy_does_not_fill_the_budget_twice(mem: ContextForge) -> None:
+    first = await mem.save("quarterly planning notes", timestamp=NOW - timedelta(days=200))
+    copy = await mem.save("quarterly planning notes", timestamp=NOW, dedupe=False)
+    assert first != copy
+    assert [h.id for h in await mem.query("quarterly planning", now=NOW)] == [copy]
 
 
 async def test_save_many_is_one_transaction(cf: ContextForge) -> None:

@@ -62,10 +62,11 @@ async def test_previous_turn_context_finds_the_reply() -> None:
         *({"content": c, "session_id": "s3"} for c in FILLER),
     ]
     q = "what did Bob answer about the kitten adoption?"
-    ids, on = await ids_for(cfg(), entries, q)
+    # The two replies are near duplicates: keep both to compare their ranks.
+    ids, on = await ids_for(cfg(duplicate_similarity=1.5), entries, q)
     assert ids[1] in on
     assert on.index(ids[1]) < on.index(ids[2])
-    _, off = await ids_for(cfg(context_weight=0.0), entries, q)
+    _, off = await ids_for(cfg(context_weight=0.0, duplicate_similarity=1.5), entries, q)
     assert ids[0] in off
     assert off.index(ids[1]) > off.index(ids[0]) or ids[1] not in off
     # Context is the previous turns only: the question does not get the reply.

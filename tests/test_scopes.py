@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextforge import ContextForge
+from contextforge import Config, ContextForge
 
 SCOPES = ["user:1", "user:2", "user:10", "team:a", None]
 WORDS = ["apple", "banana", "cherry", "deploy", "error", "failure"]
@@ -40,7 +40,8 @@ async def test_queries_in_a_scope_only_return_that_scope(
     scope: str,
     flush_midway: bool,
 ) -> None:
-    async with await ContextForge.open() as cf:
+    # Identical entries are kept apart (near duplicates are otherwise returned once).
+    async with await ContextForge.open(Config(duplicate_similarity=1.5)) as cf:
         owner: dict[int, str | None] = {}
         for i, (s, words) in enumerate(entries):
             owner[await cf.save(" ".join(words), scope=s, dedupe=False)] = s

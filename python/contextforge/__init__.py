@@ -6,10 +6,13 @@
 """
 
 from ._core import Context, Hit, __version__
+from ._vectors import Embedder
 from .config import Config
+from .embedders import LocalEmbedder
 from .errors import (
     ClosedError,
     ContextForgeError,
+    EmbedderMismatchError,
     IncompatibleStoreError,
     InternalError,
     InvalidInputError,
@@ -30,12 +33,15 @@ __all__ = [
     "ContextForge",
     "ContextForgeSync",
     "ContextForgeError",
+    "EmbedderMismatchError",
+    "Embedder",
     "Hit",
     "Hits",
     "IncompatibleStoreError",
     "InternalError",
     "InvalidInputError",
     "InvalidTypeError",
+    "LocalEmbedder",
     "NotFound",
     "RetryableStorageError",
     "SearchIndexError",

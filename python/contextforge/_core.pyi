@@ -4,6 +4,9 @@ from collections.abc import Awaitable
 from datetime import datetime
 from typing import Any, final
 
+import numpy
+import numpy.typing as npt
+
 __all__ = ["Engine", "default_config", "Hit", "Context", "_shutdown", "__version__"]
 
 __version__: str
@@ -63,6 +66,8 @@ class Context:
 
 _Item = tuple[str, str, str | None, str | None, str | None, int | None, int | None, bool]
 _Filter = tuple[bool, str | None, str | None, str | None, int | None, int | None]
+_Matrix = npt.NDArray[numpy.float32]
+_Vector = npt.NDArray[numpy.float32]
 
 @final
 class Engine:
@@ -89,9 +94,27 @@ class Engine:
         stopword_weight: float | None = None,
         context_weight: float | None = None,
         date_weight: float | None = None,
+        fusion: str | None = None,
+        dense_weight: float | None = None,
+        rrf_k: float | None = None,
+        mmr_lambda: float | None = None,
+        duplicate_similarity: float | None = None,
+        mmr_window: int | None = None,
     ) -> Awaitable[Engine]: ...
-    def save_many(self, items: list[_Item]) -> Awaitable[list[int]]:
+    def save_many(
+        self, items: list[_Item], embeddings: _Matrix | None = None
+    ) -> Awaitable[list[int]]:
         """Saves entries in one transaction and returns their ids."""
+    def scrub(self, texts: list[str]) -> Awaitable[list[str]]:
+        """Content as it would be stored: secrets (and PII when configured) redacted."""
+    def embedder(self) -> Awaitable[tuple[str, int] | None]:
+        """`(name, dim)` of the embedder recorded in the store, or `None`."""
+    def set_embedder(self, name: str, dim: int, replace: bool) -> Awaitable[int]:
+        """Records the store's embedder; with `replace`, drops vectors of another."""
+    def set_vectors(self, ids: list[int], vectors: _Matrix) -> Awaitable[int]: ...
+    def missing_vectors(self, after: int, limit: int) -> Awaitable[list[tuple[int, str]]]:
+        """`(id, content)` of up to `limit` entries without a vector, after id `after`."""
+    def vector_count(self) -> Awaitable[int]: ...
     def query(
         self,
         text: str,
@@ -107,6 +130,7 @@ class Engine:
         metadata: str | None = None,
         on_injection: str = "flag",
         explain: bool = False,
+        embedding: _Vector | None = None,
     ) -> Awaitable[tuple[list[Hit], dict[str, float] | None]]: ...
     def context(
         self,
@@ -123,9 +147,12 @@ class Engine:
         until: int | None = None,
         metadata: str | None = None,
         on_injection: str = "flag",
+        embedding: _Vector | None = None,
     ) -> Awaitable[Context]: ...
     def get_many(self, ids: list[int]) -> Awaitable[list[Hit | None]]: ...
-    def save_detailed(self, items: list[_Item]) -> Awaitable[list[tuple[int, bool]]]:
+    def save_detailed(
+        self, items: list[_Item], embeddings: _Matrix | None = None
+    ) -> Awaitable[list[tuple[int, bool]]]:
         """Like `save_many`, returning `(id, created)` per item."""
     def distill_chunks(
         self, pairs: list[tuple[str | None, str]], max_tokens: int
@@ -149,6 +176,7 @@ class Engine:
         kind: str | None,
         metadata: tuple[bool, str | None],
         scope: tuple[bool, str | None],
+        embedding: _Vector | None = None,
     ) -> Awaitable[Hit]:
         """`metadata`/`scope` take (given?, value) so that `None` can mean "remove"."""
     def delete_many(self, ids: list[int]) -> Awaitable[list[bool]]: ...
@@ -173,11 +201,8 @@ def default_config() -> dict[str, Any]:
 def _shutdown() -> None:
     """Registered with atexit: waits for in-flight results to be delivered."""
 
-# The embedder's stub and its imports.
+# The embedder's stub (numpy and npt are imported at the top).
 import os
-
-import numpy
-import numpy.typing as npt
 
 @final
 class Embedder:

@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
+from ._vectors import Embedder
+
 __all__ = ["Config"]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -76,6 +78,14 @@ class Config:
     stopword_weight: float = 0.3
     context_weight: float = 0.4
     date_weight: float = 0.8
+    embedder: Embedder | None = field(default=None, compare=False)
+    embed_batch_size: int = 64
+    fusion: Literal["weighted", "rrf"] = "weighted"
+    dense_weight: float = 0.3
+    rrf_k: float = 60.0
+    mmr_lambda: float = 1.0
+    duplicate_similarity: float = 0.9
+    mmr_window: int = 30
     depth: int = 100
     flush_entries: int = 2048
     flush_ms: int = 1000

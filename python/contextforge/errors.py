@@ -6,6 +6,7 @@ from __future__ import annotations
 __all__ = [
     "ClosedError",
     "ContextForgeError",
+    "EmbedderMismatchError",
     "IncompatibleStoreError",
     "InternalError",
     "InvalidInputError",
@@ -55,6 +56,11 @@ class SearchIndexError(ContextForgeError, RuntimeError):
 
 class IncompatibleStoreError(ContextForgeError, RuntimeError):
     """The store was written by a newer, incompatible version."""
+
+
+class EmbedderMismatchError(ContextForgeError, ValueError):
+    """The store's vectors come from another embedder or dimension than the one
+    configured. Open with ``reembed=True`` (or call ``reembed()``) to switch."""
 
 
 class InternalError(ContextForgeError, RuntimeError):

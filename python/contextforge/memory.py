@@ -7,8 +7,11 @@ from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy
+
 from . import _convert, _core
 from ._convert import ContextOrder, InjectionPolicy, Scope, Timestamp
+from ._vectors import Vector, Vectors, as_matrix, as_vector, embed, embedder_name
 from .config import Config, PathLike
 from .errors import InvalidInputError, InvalidTypeError
 from .hits import Hits
@@ -21,7 +24,8 @@ __all__ = ["ContextForge", "verify_citations"]
 
 
 _SAVE_KEYS = frozenset(
-    {"content", "kind", "scope", "session_id", "metadata", "timestamp", "dedupe", "ttl", "expires_at"}
+    {"content", "kind", "scope", "session_id", "metadata", "timestamp", "dedupe", "ttl",
+     "expires_at", "embedding"}
 )
 _UNSET: Any = object()
 _PAGE = 500
@@ -46,19 +50,36 @@ class ContextForge:
         self._config = config
 
     @classmethod
-    async def open(cls, target: Config | PathLike = ":memory:") -> ContextForge:
+    async def open(
+        cls,
+        target: Config | PathLike = ":memory:",
+        *,
+        reembed: bool = False,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> ContextForge:
         """Opens (or creates) a store.
 
         Args:
             target: A database path, ``":memory:"`` (the default), a libSQL server
                 URL (``"http://host:port"``, ``"libsql://..."``), or a :class:`Config`
-                (which carries a server's ``auth_token``).
+                (which carries a server's ``auth_token`` and any ``embedder``).
+            reembed: With a ``Config.embedder``: when the store's vectors come
+                from another embedder, drop them, and embed every entry that has
+                no vector (see :meth:`reembed`) before returning.
+            on_progress: Called as ``on_progress(done, total)`` while re-embedding.
 
         The search index is brought up to date with the database before this
         returns: only the changes it missed are applied, and a missing or damaged
         index is rebuilt.
+
+        Raises:
+            EmbedderMismatchError: the configured embedder (by name or dimension)
+                is not the one the store's vectors come from, and ``reembed`` is
+                false. Nothing is changed.
         """
         config = Config.coerce(target)
+        if not isinstance(reembed, bool):
+            raise InvalidTypeError(f"reembed must be a bool, not {type(reembed).__name__}")
         engine = await _call(
             lambda: _core.Engine.open(
                 config.path,
@@ -79,9 +100,82 @@ class ContextForge:
                 stopword_weight=config.stopword_weight,
                 context_weight=config.context_weight,
                 date_weight=config.date_weight,
+                fusion=config.fusion,
+                dense_weight=config.dense_weight,
+                rrf_k=config.rrf_k,
+                mmr_lambda=config.mmr_lambda,
+                duplicate_similarity=config.duplicate_similarity,
+                mmr_window=config.mmr_window,
             )
         )
-        return cls(engine, config)
+        store = cls(engine, config)
+        if config.embedder is not None:
+            try:
+                await store._adopt_embedder(reembed, on_progress)
+            except BaseException:
+                await engine.close()
+                raise
+        return store
+
+    async def _adopt_embedder(
+        self, reembed: bool, on_progress: Callable[[int, int], None] | None
+    ) -> None:
+        """Records the configured embedder in the store (see ``open``)."""
+        embedder = self._config.embedder
+        assert embedder is not None
+        size = _convert.positive_int("embed_batch_size", self._config.embed_batch_size)
+        dim = getattr(embedder, "dim", None)
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            dim = (await embed(embedder, ["dimension probe"], size)).shape[1]
+        name = embedder_name(embedder)
+        await self._engine.set_embedder(name, dim, reembed)
+        if reembed:
+            await self.reembed(on_progress=on_progress)
+
+    async def _embed(self, texts: list[str], *, scrubbed: bool = False) -> Vectors | None:
+        """The configured embedder's vectors for ``texts`` as they are stored
+        (scrubbed first, so no secret reaches the embedder), or ``None``."""
+        embedder = self._config.embedder
+        if embedder is None or not texts:
+            return None
+        clean = texts if scrubbed else await _call(lambda: self._engine.scrub(texts))
+        return await embed(embedder, clean, self._config.embed_batch_size)
+
+    async def _query_vector(self, q: str, embedding: Vector | None) -> Any:
+        if embedding is not None:
+            return as_vector(embedding, "embedding")
+        vectors = await self._embed([q], scrubbed=True)
+        return None if vectors is None else vectors[0]
+
+    async def reembed(
+        self, *, on_progress: Callable[[int, int], None] | None = None
+    ) -> int:
+        """Embeds every entry that has no vector with ``Config.embedder``, in
+        batches of ``embed_batch_size``, each saved in one transaction (an
+        interrupted run resumes where it stopped). Returns how many were embedded.
+
+        ``on_progress(done, total)`` is called after each batch. Use it after
+        switching embedders (``open(..., reembed=True)`` does both), or to embed
+        entries saved before an embedder was configured.
+        """
+        embedder = self._config.embedder
+        if embedder is None:
+            raise InvalidInputError("reembed() needs an embedder: open with Config(embedder=...)")
+        if on_progress is not None and not callable(on_progress):
+            raise InvalidTypeError("on_progress must be callable")
+        size = _convert.positive_int("embed_batch_size", self._config.embed_batch_size)
+        total = max(0, await self.count() - await self._engine.vector_count())
+        done, after = 0, 0
+        while True:
+            batch = await self._engine.missing_vectors(after, size)
+            if not batch:
+                return done
+            ids = [entry_id for entry_id, _ in batch]
+            vectors = await embed(embedder, [content for _, content in batch], size)
+            await self._engine.set_vectors(ids, vectors)
+            done, after = done + len(batch), ids[-1]
+            if on_progress is not None:
+                on_progress(done, max(total, done))
 
     @property
     def config(self) -> Config:
@@ -114,6 +208,7 @@ class ContextForge:
         dedupe: bool = True,
         ttl: float | timedelta | None = None,
         expires_at: Timestamp | None = None,
+        embedding: Vector | None = None,
     ) -> int:
         """Saves one entry and returns its id.
 
@@ -135,6 +230,9 @@ class ContextForge:
             ttl: Forget the entry this long from now (seconds or a ``timedelta``).
             expires_at: ...or at this time. Expired entries are never returned and
                 are purged (on open and by :meth:`purge_expired`).
+            embedding: The content's vector (a float32 array or a sequence of
+                floats), for hybrid retrieval. By default ``Config.embedder``
+                embeds the content (after scrubbing), when one is set.
 
         Raises:
             InvalidInputError: (a ``ValueError``; ``InvalidTypeError`` is also a
@@ -143,7 +241,11 @@ class ContextForge:
         item = _convert.save_item(
             content, kind, scope, session_id, metadata, timestamp, dedupe, ttl, expires_at
         )
-        ids = await _call(lambda: self._engine.save_many([item]))
+        if embedding is not None:
+            vectors: Vectors | None = as_vector(embedding)[numpy.newaxis, :]
+        else:
+            vectors = await self._embed([item[0]])
+        ids = await _call(lambda: self._engine.save_many([item], vectors))
         return ids[0]
 
     async def save_many(self, items: Iterable[Mapping[str, Any]]) -> list[int]:
@@ -151,13 +253,15 @@ class ContextForge:
 
         Each item is a mapping with :meth:`save`'s argument names (``content`` is
         required). A bad item raises ``InvalidInputError`` naming its position, and
-        nothing is saved.
+        nothing is saved. ``Config.embedder`` embeds the items in batches; without
+        one, give every item an ``embedding`` or none.
         """
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
             raise InvalidTypeError(
                 f"save_many takes an iterable of mappings, not {type(items).__name__}"
             )
         prepared = []
+        given: list[Any] = []
         for i, item in enumerate(items):
             if not isinstance(item, Mapping):
                 raise InvalidTypeError(f"item {i}: expected a mapping, not {type(item).__name__}")
@@ -166,13 +270,35 @@ class ContextForge:
                 raise InvalidInputError(f"item {i}: unknown keys {sorted(map(str, unknown))}")
             if "content" not in item:
                 raise InvalidInputError(f"item {i}: 'content' is required")
+            fields = {k: v for k, v in item.items() if k != "embedding"}
             try:
-                prepared.append(_convert.save_item(**item))
+                prepared.append(_convert.save_item(**fields))
+                vector = item.get("embedding")
+                given.append(None if vector is None else as_vector(vector))
             except InvalidInputError as err:
                 raise type(err)(f"item {i}: {err}") from err
         if not prepared:
             return []
-        return await _call(lambda: self._engine.save_many(prepared))
+        vectors = await self._item_vectors(prepared, given)
+        return await _call(lambda: self._engine.save_many(prepared, vectors))
+
+    async def _item_vectors(self, prepared: Sequence[tuple[Any, ...]], given: list[Any]) -> Vectors | None:
+        """One vector per item: the given ones, the embedder's for the rest."""
+        missing = [i for i, v in enumerate(given) if v is None]
+        if len(missing) == len(given):
+            return await self._embed([p[0] for p in prepared])
+        if missing:
+            made = await self._embed([prepared[i][0] for i in missing])
+            if made is None:
+                raise InvalidInputError(
+                    f"item {missing[0]}: no embedding; give every item one (or none), "
+                    "or configure an embedder"
+                )
+            for row, i in enumerate(missing):
+                given[i] = made[row]
+        if len({len(v) for v in given}) > 1:
+            raise InvalidInputError("the items' embeddings have different lengths")
+        return as_matrix(numpy.stack(given), rows=len(given), what="embeddings")
 
     async def query(
         self,
@@ -189,6 +315,7 @@ class ContextForge:
         metadata: Mapping[str, Any] | None = None,
         on_injection: InjectionPolicy = "flag",
         explain: bool = False,
+        embedding: Vector | None = None,
     ) -> Hits:
         """Finds the entries most relevant to ``q`` and packs them into ``budget`` tokens.
 
@@ -216,8 +343,11 @@ class ContextForge:
                 with their ``risks`` listed; ``"drop"`` leaves them out and packs
                 the budget with the next best.
             explain: Attach to each hit its score parts (``hit.explain``:
-                relevance, recency, diversity, final, rank) and to the result the
-                time spent in each stage (``hits.timings``).
+                relevance, bm25, dense, recency, diversity, final, rank) and to the
+                result the time spent in each stage (``hits.timings``).
+            embedding: The query's vector. By default ``Config.embedder`` embeds
+                ``q`` when one is set. With a vector, and vectors in the store,
+                BM25 and dense matches are fused (``Config.fusion``).
 
         Filters are applied inside the index, never by trimming a global top-k, so
         every matching entry is a candidate. BM25 statistics are the whole store's:
@@ -229,7 +359,10 @@ class ContextForge:
         )
         if not isinstance(explain, bool):
             raise InvalidTypeError(f"explain must be a bool, not {type(explain).__name__}")
-        hits, timings = await _call(lambda: self._engine.query(*args, **opts, explain=explain))
+        vector = await self._query_vector(args[0], embedding)
+        hits, timings = await _call(
+            lambda: self._engine.query(*args, **opts, explain=explain, embedding=vector)
+        )
         return Hits(hits, timings)
 
     async def context(
@@ -247,6 +380,7 @@ class ContextForge:
         until: Timestamp | None = None,
         metadata: Mapping[str, Any] | None = None,
         on_injection: InjectionPolicy = "flag",
+        embedding: Vector | None = None,
     ) -> _core.Context:
         """A prompt-ready block of the memory relevant to ``q``.
 
@@ -269,7 +403,10 @@ class ContextForge:
             now, depth, kinds, session_id, since, until, metadata, on_injection
         )
         how = _convert.choice("order", order, ("score", "chronological", "edges"))
-        return await _call(lambda: self._engine.context(*args, order=how, **opts))
+        vector = await self._query_vector(args[0], embedding)
+        return await _call(
+            lambda: self._engine.context(*args, order=how, **opts, embedding=vector)
+        )
 
     async def distill_and_save(
         self,
@@ -314,6 +451,7 @@ class ContextForge:
             distiller=distiller,
             max_chunk_tokens=max_chunk_tokens,
             summary=summary,
+            embed=self._embed if self._config.embedder is not None else None,
         )
 
     async def get(self, id: int) -> _core.Hit | None:
@@ -333,10 +471,13 @@ class ContextForge:
         kind: str | None = None,
         metadata: Mapping[str, Any] | None = _UNSET,
         scope: str | None = _UNSET,
+        embedding: Vector | None = None,
     ) -> _core.Hit:
         """Changes an entry and returns it as stored.
 
-        Content is re-counted and re-indexed at once. ``metadata=None`` removes the
+        Content is re-counted, re-indexed and (with ``Config.embedder``, or the
+        given ``embedding``) re-embedded at once; new content without either
+        drops the entry's old vector. ``metadata=None`` removes the
         metadata and ``scope=None`` makes the entry global; leaving an argument out
         keeps that field.
 
@@ -348,9 +489,18 @@ class ContextForge:
         new_kind = _convert.optional_text("kind", kind)
         meta = (False, None) if metadata is _UNSET else (True, _convert.metadata_json(metadata))
         new_scope = (False, None) if scope is _UNSET else (True, _convert.optional_text("scope", scope))
+        vector: Any = None
+        if embedding is not None:
+            if new_content is None:
+                raise InvalidInputError("an embedding can only come with new content")
+            vector = as_vector(embedding)
+        elif new_content is not None:
+            made = await self._embed([new_content])
+            vector = None if made is None else made[0]
         return await _call(
             lambda: self._engine.update(
-                entry_id, content=new_content, kind=new_kind, metadata=meta, scope=new_scope
+                entry_id, content=new_content, kind=new_kind, metadata=meta, scope=new_scope,
+                embedding=vector,
             )
         )
 

@@ -12,12 +12,13 @@ import weakref
 from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar
 
 from . import _core
 from ._convert import ContextOrder, InjectionPolicy, Scope, Timestamp
 from .config import Config, PathLike
 from .errors import ClosedError
+from ._vectors import Vector
 from .hits import Hits
 
 if TYPE_CHECKING:
@@ -60,14 +61,21 @@ class ContextForgeSync:
         _open_stores.add(self)
 
     @classmethod
-    def open(cls, target: Config | PathLike = ":memory:") -> ContextForgeSync:
+    def open(
+        cls,
+        target: Config | PathLike = ":memory:",
+        *,
+        reembed: bool = False,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> ContextForgeSync:
         loop = asyncio.new_event_loop()
         thread = threading.Thread(
             target=_serve, args=(loop,), name="contextforge-sync", daemon=True
         )
         thread.start()
         try:
-            store = _wait(asyncio.run_coroutine_threadsafe(ContextForge.open(target), loop))
+            opening = ContextForge.open(target, reembed=reembed, on_progress=on_progress)
+            store = _wait(asyncio.run_coroutine_threadsafe(opening, loop))
         except BaseException:
             _stop(loop, thread)
             raise
@@ -104,6 +112,7 @@ class ContextForgeSync:
         dedupe: bool = True,
         ttl: float | timedelta | None = None,
         expires_at: Timestamp | None = None,
+        embedding: Vector | None = None,
     ) -> int:
         return self._run(
             self._async.save(
@@ -116,6 +125,7 @@ class ContextForgeSync:
                 dedupe=dedupe,
                 ttl=ttl,
                 expires_at=expires_at,
+                embedding=embedding,
             )
         )
 
@@ -137,6 +147,7 @@ class ContextForgeSync:
         metadata: Mapping[str, Any] | None = None,
         on_injection: InjectionPolicy = "flag",
         explain: bool = False,
+        embedding: Vector | None = None,
     ) -> Hits:
         return self._run(
             self._async.query(
@@ -152,6 +163,7 @@ class ContextForgeSync:
                 metadata=metadata,
                 on_injection=on_injection,
                 explain=explain,
+                embedding=embedding,
             )
         )
 
@@ -170,6 +182,7 @@ class ContextForgeSync:
         until: Timestamp | None = None,
         metadata: Mapping[str, Any] | None = None,
         on_injection: InjectionPolicy = "flag",
+        embedding: Vector | None = None,
     ) -> _core.Context:
         return self._run(
             self._async.context(
@@ -185,6 +198,7 @@ class ContextForgeSync:
                 until=until,
                 metadata=metadata,
                 on_injection=on_injection,
+                embedding=embedding,
             )
         )
 
@@ -223,11 +237,17 @@ class ContextForgeSync:
         kind: str | None = None,
         metadata: Mapping[str, Any] | None = _UNSET,
         scope: str | None = _UNSET,
+        embedding: Vector | None = None,
     ) -> _core.Hit:
         # A left-out argument stays the async layer's "unset" sentinel.
         return self._run(
-            self._async.update(id, content=content, kind=kind, metadata=metadata, scope=scope)
+            self._async.update(
+                id, content=content, kind=kind, metadata=metadata, scope=scope, embedding=embedding
+            )
         )
+
+    def reembed(self, *, on_progress: Callable[[int, int], None] | None = None) -> int:
+        return self._run(self._async.reembed(on_progress=on_progress))
 
     def delete(self, id: int) -> bool:
         return self._run(self._async.delete(id))

@@ -85,6 +85,68 @@ impl Default for Retrieval {
     }
 }
 
+/// How dense (embedding) matches are combined with BM25 matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fusion {
+    /// Reciprocal-rank fusion: each list adds `weight / (rrf_k + rank)`.
+    Rrf,
+    /// A weighted sum of BM25 scaled to the best match and cosine similarity.
+    Weighted,
+}
+
+impl Fusion {
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "rrf" => Ok(Self::Rrf),
+            "weighted" => Ok(Self::Weighted),
+            other => Err(Error::invalid(format!(
+                "fusion must be \"rrf\" or \"weighted\", not {other:?}"
+            ))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Rrf => "rrf",
+            Self::Weighted => "weighted",
+        }
+    }
+}
+
+/// Hybrid retrieval: used by queries that carry an embedding.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hybrid {
+    pub fusion: Fusion,
+    /// The dense side's share of the fused score, from 0 (BM25 only) to 1.
+    pub dense_weight: f32,
+    /// The rank offset of reciprocal-rank fusion.
+    pub rrf_k: f32,
+}
+
+impl Default for Hybrid {
+    fn default() -> Self {
+        Self { fusion: Fusion::Weighted, dense_weight: 0.3, rrf_k: 60.0 }
+    }
+}
+
+/// Maximal marginal relevance over the best candidates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Mmr {
+    /// Relevance against novelty: 1 ranks by relevance alone.
+    pub lambda: f32,
+    /// Candidates at least this similar to a better one are left out, so near
+    /// duplicates never fill the budget twice; above 1 keeps them.
+    pub duplicate_similarity: f32,
+    /// How many of the best candidates are re-ranked.
+    pub window: usize,
+}
+
+impl Default for Mmr {
+    fn default() -> Self {
+        Self { lambda: 1.0, duplicate_similarity: 0.9, window: 30 }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// A database file, `":memory:"`, or the URL of a libSQL server
@@ -101,6 +163,8 @@ pub struct Config {
     pub recency: Recency,
     /// Query analysis and field weights for ranking.
     pub retrieval: Retrieval,
+    pub hybrid: Hybrid,
+    pub mmr: Mmr,
     /// How many ranked candidates a query considers before packing.
     pub depth: usize,
     /// Saves are searchable at once from an in-memory tail; the tail is committed
@@ -158,6 +222,8 @@ impl Default for Config {
             tokenizer: TokenizerSpec::O200k,
             recency: Recency::default(),
             retrieval: Retrieval::default(),
+            hybrid: Hybrid::default(),
+            mmr: Mmr::default(),
             depth: 100,
             flush_entries: 2048,
             flush_ms: 1000,
@@ -213,6 +279,21 @@ impl Config {
         }
         if !(self.recency.half_life_days.is_finite() && self.recency.half_life_days > 0.0) {
             return Err(Error::invalid("recency half-life must be a finite number of days > 0"));
+        }
+        for (name, x) in [("dense_weight", self.hybrid.dense_weight), ("mmr_lambda", self.mmr.lambda)] {
+            if !(x.is_finite() && (0.0..=1.0).contains(&x)) {
+                return Err(Error::invalid(format!("{name} must be a number between 0 and 1")));
+            }
+        }
+        if !(self.hybrid.rrf_k.is_finite() && self.hybrid.rrf_k >= 0.0) {
+            return Err(Error::invalid("rrf_k must be a finite number >= 0"));
+        }
+        let dup = self.mmr.duplicate_similarity;
+        if !(dup.is_finite() && dup > 0.0) {
+            return Err(Error::invalid("duplicate_similarity must be a number > 0 (above 1 keeps near duplicates)"));
+        }
+        if self.mmr.window > 10_000 {
+            return Err(Error::invalid("mmr_window must be at most 10000"));
         }
         if self.depth == 0 || self.depth > 10_000 {
             return Err(Error::invalid("depth must be between 1 and 10000"));

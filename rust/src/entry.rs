@@ -42,6 +42,8 @@ pub struct NewEntry {
     /// Return the existing id instead of saving a second copy of content that is
     /// identical after normalisation in the same scope.
     pub dedupe: bool,
+    /// The content's embedding, for hybrid retrieval.
+    pub embedding: Option<Vec<f32>>,
 }
 
 impl NewEntry {
@@ -55,6 +57,7 @@ impl NewEntry {
             timestamp: None,
             expires_at: None,
             dedupe: true,
+            embedding: None,
         }
     }
 
@@ -92,8 +95,28 @@ impl NewEntry {
         if let Some(ts) = self.expires_at {
             validate_timestamp("expires_at", ts)?;
         }
+        if let Some(vector) = &self.embedding {
+            validate_vector("embedding", vector)?;
+        }
         Ok(())
     }
+}
+
+/// The most dimensions an embedding may have.
+pub const MAX_DIMENSIONS: usize = 65_536;
+
+/// An embedding is non-empty, not absurdly long, finite and not all zeros.
+pub fn validate_vector(name: &str, vector: &[f32]) -> Result<()> {
+    if vector.is_empty() || vector.len() > MAX_DIMENSIONS {
+        return Err(Error::invalid(format!("{name} must have 1 to {MAX_DIMENSIONS} dimensions")));
+    }
+    if !vector.iter().all(|x| x.is_finite()) {
+        return Err(Error::invalid(format!("{name} must hold finite numbers only")));
+    }
+    if vector.iter().all(|x| *x == 0.0) {
+        return Err(Error::invalid(format!("{name} must not be all zeros")));
+    }
+    Ok(())
 }
 
 /// Labels (kind, scope, session) are short, non-empty and free of control characters.
@@ -153,8 +176,16 @@ pub struct Hit {
 /// The parts of a hit's score: `score = relevance * recency`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Explain {
-    /// BM25 over the content, with statistics of the whole store.
+    /// BM25 alone, or fused with the dense similarity in a hybrid query.
     pub relevance: f32,
+    /// BM25 over the entry's fields, with statistics of the whole store; 0 when
+    /// only the dense side found the entry.
+    pub bm25: f32,
+    /// Cosine similarity of the entry's embedding to the query's, in a hybrid
+    /// query, when the entry has one.
+    pub dense: Option<f32>,
+    /// What maximal marginal relevance took off for likeness to better hits.
+    pub diversity: f32,
     /// The recency multiplier, between 1 and `1 + recency_weight`.
     pub recency: f32,
     /// Position among the ranked candidates, from 0, before packing.

@@ -36,6 +36,11 @@ pub enum Error {
     #[error("incompatible store: {0}")]
     Incompatible(String),
 
+    /// The store's vectors come from another embedder (or dimension) than the
+    /// one offered; re-embed to switch.
+    #[error("{0}")]
+    EmbedderMismatch(String),
+
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
 

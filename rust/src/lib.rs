@@ -14,6 +14,7 @@ pub mod error;
 pub mod index;
 pub mod normalize;
 pub mod pack;
+pub mod rank;
 pub mod render;
 pub mod runtime;
 pub mod safety;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -52,6 +53,7 @@ async def distill_into(
     distiller: Distiller | None,
     max_chunk_tokens: int | None,
     summary: Literal["structural", "model"],
+    embed: Callable[[list[str]], Awaitable[Any]] | None = None,
 ) -> DistillResult:
     scope = _convert.label("scope", scope)
     session = _convert.optional_text("session_id", session_id)
@@ -84,8 +86,9 @@ async def distill_into(
     if not items:
         return DistillResult((), (), result.model, len(chunks))
     prepared = [_convert.save_item(**item) for item in items]
+    vectors = None if embed is None else await embed([p[0] for p in prepared])
     # One transaction: all or nothing.
-    outcome = await _convert.call(lambda: engine.save_detailed(prepared))
+    outcome = await _convert.call(lambda: engine.save_detailed(prepared, vectors))
     saved: list[SavedItem] = []
     skipped: list[SavedItem] = []
     for item, (entry_id, created) in zip(items, outcome):

@@ -67,8 +67,21 @@ def config_from_pairs(pairs: Sequence[str]) -> Config:
         key = key.strip().replace("-", "_")
         if not sep or key not in known:
             raise ValueError(f"--config takes key=value with a key among {known}, got {pair!r}")
+        if key == "embedder":
+            changes[key] = _embedder(value.strip())
+            continue
         changes[key] = _coerce(key, value.strip(), hints[key])
     return dataclasses.replace(Config(), **changes)
+
+
+def _embedder(value: str) -> object:
+    """``embedder=local`` is the built-in model; any other value is the path of a
+    sentence-transformers model directory; ``none`` is no embedder."""
+    if value.lower() in ("none", "null", ""):
+        return None
+    from ..embedders import LocalEmbedder
+
+    return LocalEmbedder() if value.lower() == "local" else LocalEmbedder(value)
 
 
 def _coerce(key: str, value: str, hint: Any) -> object:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .._vectors import embedder_name
 from ..config import Config
 from ..memory import ContextForge
 from .metrics import query_metrics
@@ -86,8 +87,11 @@ async def evaluate(
                 packed=[external[h.id] for h in packed],
                 packed_tokens=sum(h.tokens for h in packed),
             )
+    settings = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
+    if cfg.embedder is not None:
+        settings["embedder"] = embedder_name(cfg.embedder)
     return score(spec, runs, system="contextforge", ks=cuts, budget=budget, depth=depth,
-                 config=dataclasses.asdict(cfg))
+                 config=settings)
 
 
 def score(

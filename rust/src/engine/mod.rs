@@ -4,6 +4,7 @@
 
 mod distill;
 mod read;
+mod vectors;
 mod write;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +22,7 @@ use std::collections::HashMap;
 use crate::tokens::TokenCounter;
 
 pub use read::{InjectionPolicy, Query, Timings};
+pub use vectors::{EmbedderInfo, EXTERNAL};
 pub use write::Patch;
 
 pub use crate::store::ListFilter;
@@ -34,6 +36,8 @@ pub struct Engine {
     scrubber: Scrubber,
     /// Entries queries returned since the last write, for LRU eviction.
     returned: Mutex<HashMap<i64, Micros>>,
+    /// The embedder last read from the store.
+    embedder_seen: Mutex<Option<EmbedderInfo>>,
     closed: AtomicBool,
 }
 
@@ -60,6 +64,7 @@ impl Engine {
             tokens,
             scrubber,
             returned: Mutex::default(),
+            embedder_seen: Mutex::default(),
             closed: AtomicBool::new(false),
         };
         engine.purge_expired(None)?;

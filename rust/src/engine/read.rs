@@ -1,12 +1,15 @@
 //! query, get, list, count and scopes.
 
 use super::Engine;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use crate::entry::{validate_label, validate_timestamp, Entry, Explain, Hit, Micros};
 use crate::error::{Error, Result};
 use crate::index::schema::scope_key;
-use crate::index::SearchRequest;
+use crate::index::tail::recency_boost;
+use crate::index::{Candidate, SearchRequest};
+use crate::rank::{fuse, jaccard, Ranked};
 use crate::pack::pack_checked;
 use crate::render::{render, Context, Order};
 use crate::store::{now_micros, ListFilter};
@@ -40,6 +43,8 @@ pub struct Query {
     pub injection: InjectionPolicy,
     /// Attach each hit's score parts.
     pub explain: bool,
+    /// The query's embedding: BM25 and dense matches are then fused.
+    pub embedding: Option<Vec<f32>>,
 }
 
 /// Where a query's time went, in microseconds.
@@ -106,6 +111,9 @@ impl Query {
         if let Some(session) = &self.session_id {
             validate_label("session_id", session)?;
         }
+        if let Some(vector) = &self.embedding {
+            crate::entry::validate_vector("query embedding", vector)?;
+        }
         Ok(())
     }
 }
@@ -141,25 +149,48 @@ impl Engine {
             half_life_us: f64::from(self.config.recency.half_life_days) * MICROS_PER_DAY,
             retrieval: self.config.retrieval,
         };
-        let candidates = self.index.search(&request)?;
+        let ranked = self.rank(query, &request)?;
         let searched = Instant::now();
         let drop_flagged = query.injection == InjectionPolicy::Drop;
+        let mut prefetched = HashMap::new();
+        let ordered = self.diversify(&ranked, &mut prefetched)?;
+        let candidates: Vec<Candidate> = ordered
+            .iter()
+            .map(|(r, _)| Candidate { id: r.id, score: r.score, tokens: r.tokens, recency: r.recency })
+            .collect();
         // An entry deleted by another process since the index last looked comes
         // back as `None` and is refused like a flagged one: its budget is reused.
         let packed = pack_checked(
             &candidates,
             query.budget,
-            |ids| Ok(self.store.fetch(ids)?.into_iter().map(|e| e.map(|e| Hit::new(e, 0.0))).collect()),
+            |ids| {
+                let missing: Vec<i64> = ids.iter().copied().filter(|id| !prefetched.contains_key(id)).collect();
+                let mut fetched = self.store.fetch(&missing)?.into_iter();
+                Ok(ids
+                    .iter()
+                    .map(|id| match prefetched.remove(id) {
+                        Some(entry) => Some(entry),
+                        None => fetched.next().flatten(),
+                    })
+                    .map(|e| e.map(|e| Hit::new(e, 0.0)))
+                    .collect())
+            },
             |hit| !(drop_flagged && !hit.risks.is_empty()),
         )?;
         self.note_returned(packed.iter().map(|(c, _)| c.id), now_micros());
         let hits = packed
             .into_iter()
             .map(|(c, hit)| {
-                let explain = query.explain.then(|| Explain {
-                    relevance: c.score / c.recency,
-                    recency: c.recency,
-                    rank: candidates.iter().position(|x| x.id == c.id).unwrap_or(0),
+                let explain = query.explain.then(|| {
+                    let (r, diversity) = ordered.iter().find(|(r, _)| r.id == c.id).copied().unwrap_or_default();
+                    Explain {
+                        relevance: r.relevance(),
+                        bm25: r.bm25,
+                        dense: r.dense,
+                        diversity,
+                        recency: r.recency,
+                        rank: ranked.iter().position(|x| x.id == c.id).unwrap_or(0),
+                    }
                 });
                 Hit { score: c.score, explain, ..hit }
             })
@@ -171,6 +202,64 @@ impl Engine {
             total_us: since(started),
         };
         Ok((hits, timings))
+    }
+
+    /// BM25 candidates, fused with dense neighbours when the query carries an
+    /// embedding and the store holds vectors; best first.
+    fn rank(&self, query: &Query, request: &SearchRequest) -> Result<Vec<Ranked>> {
+        let lexical = self.index.search(request)?;
+        let (dim, held) = self.index.vector_shape();
+        let Some(vector) = query.embedding.as_deref().filter(|_| held > 0) else {
+            return Ok(lexical.iter().map(Ranked::lexical).collect());
+        };
+        if vector.len() != dim {
+            return Err(Error::invalid(format!(
+                "the query embedding has {} dimensions; the store's vectors have {dim}",
+                vector.len()
+            )));
+        }
+        let dense = self.index.nearest(request, vector, request.depth);
+        let ids: Vec<i64> = lexical.iter().map(|c| c.id).collect();
+        let vectors = self.index.vectors(&ids);
+        let unit = crate::index::dense::unit(vector);
+        let recency = |ts| recency_boost(ts, request.now, request.recency_weight, request.half_life_us);
+        let mut fused = fuse(&lexical, &dense, &vectors, &unit, &self.config.hybrid, recency);
+        fused.truncate(request.depth);
+        Ok(fused)
+    }
+
+    /// Maximal marginal relevance over the best candidates, leaving out near
+    /// duplicates: cosine where both entries have vectors, the Jaccard
+    /// similarity of their terms otherwise. The entries read for it are left in
+    /// `fetched` for packing.
+    fn diversify(
+        &self,
+        ranked: &[Ranked],
+        fetched: &mut HashMap<i64, Entry>,
+    ) -> Result<Vec<(Ranked, f32)>> {
+        let mmr = self.config.mmr;
+        let window = mmr.window.min(ranked.len());
+        if window < 2 || (mmr.lambda >= 1.0 && mmr.duplicate_similarity > 1.0) {
+            return Ok(ranked.iter().map(|r| (*r, 0.0)).collect());
+        }
+        let ids: Vec<i64> = ranked[..window].iter().map(|r| r.id).collect();
+        let vectors = self.index.vectors(&ids);
+        let mut analyzer = crate::index::schema::analyzer();
+        let mut terms: Vec<HashSet<String>> = Vec::with_capacity(window);
+        for (id, entry) in ids.iter().zip(self.store.fetch(&ids)?) {
+            let set = entry.as_ref().map_or_else(HashSet::new, |e| {
+                crate::index::schema::terms(&mut analyzer, &e.content).into_iter().collect()
+            });
+            terms.push(set);
+            if let Some(entry) = entry {
+                fetched.insert(*id, entry);
+            }
+        }
+        let similarity = |i: usize, j: usize| match (vectors.get(&ids[i]), vectors.get(&ids[j])) {
+            (Some(a), Some(b)) => crate::index::dense::dot(a, b).max(0.0),
+            _ => jaccard(&terms[i], &terms[j]),
+        };
+        Ok(crate::rank::mmr(ranked, similarity, mmr.lambda, mmr.duplicate_similarity, window))
     }
 
     /// A prompt-ready block of the best hits for `query`, wrapper included within

@@ -17,6 +17,8 @@ pub struct Patch {
     pub metadata: Option<Option<String>>,
     /// `Some(None)` makes the entry global.
     pub scope: Option<Option<String>>,
+    /// The new content's embedding. New content without one drops the old.
+    pub embedding: Option<Vec<f32>>,
 }
 
 impl Engine {
@@ -43,6 +45,9 @@ impl Engine {
                 }
                 other => other,
             })?;
+            if let Some(vector) = &entry.embedding {
+                self.check_vector("embedding", vector)?;
+            }
         }
         let now = now_micros();
         let prepared: Vec<PreparedEntry> = entries
@@ -64,6 +69,7 @@ impl Engine {
                     metadata: e.metadata,
                     expires_at: e.expires_at,
                     dedup_key,
+                    embedding: e.embedding,
                 }
             })
             .collect();
@@ -73,6 +79,7 @@ impl Engine {
             .zip(prepared)
             .filter_map(|(w, p)| {
                 let seq = w.seq?;
+                let vector = p.embedding;
                 let entry = Entry {
                     id: w.id,
                     content: p.content,
@@ -84,7 +91,7 @@ impl Engine {
                     tokens: p.tokens,
                     expires_at: p.expires_at,
                 };
-                Some(Change { seq, entry_id: w.id, op: ChangeOp::Insert, entry: Some(entry) })
+                Some(Change { seq, entry_id: w.id, op: ChangeOp::Insert, entry: Some(entry), vector })
             })
             .collect();
         changes.extend(deletions(evicted));
@@ -106,6 +113,12 @@ impl Engine {
         if let Some(Some(scope)) = &patch.scope {
             validate_label("scope", scope)?;
         }
+        if let Some(vector) = &patch.embedding {
+            if patch.content.is_none() {
+                return Err(Error::invalid("an embedding can only come with new content"));
+            }
+            self.check_vector("embedding", vector)?;
+        }
         if let Some(Some(metadata)) = &patch.metadata {
             NewEntry { metadata: Some(metadata.clone()), ..NewEntry::new("x") }.validate()?;
         }
@@ -116,12 +129,20 @@ impl Engine {
             let key = content_key(&normalize(&content));
             (content, tokens, key)
         });
+        let embedding = content.is_some().then_some(patch.embedding);
         let store_patch =
-            EntryPatch { content, kind: patch.kind, metadata, scope: patch.scope };
-        let (entry, seq) = self.store.update(id, store_patch)?;
-        let change = Change { seq, entry_id: id, op: ChangeOp::Update, entry: Some(entry.clone()) };
+            EntryPatch { content, kind: patch.kind, metadata, scope: patch.scope, embedding };
+        let (entry, vector, seq) = self.store.update(id, store_patch)?;
+        let change =
+            Change { seq, entry_id: id, op: ChangeOp::Update, entry: Some(entry.clone()), vector };
         self.publish(vec![change])?;
         Ok(entry)
+    }
+
+    /// Content as `save` would store it: secrets (and, when configured,
+    /// personal data) redacted. What an embedder should see.
+    pub fn scrub_content(&self, content: String) -> String {
+        self.clean(content)
     }
 
     /// Content with secrets (and, when configured, personal data) redacted.
@@ -193,6 +214,6 @@ impl Engine {
 fn deletions(deleted: Vec<(i64, i64)>) -> Vec<Change> {
     deleted
         .into_iter()
-        .map(|(id, seq)| Change { seq, entry_id: id, op: ChangeOp::Delete, entry: None })
+        .map(|(id, seq)| Change { seq, entry_id: id, op: ChangeOp::Delete, entry: None, vector: None })
         .collect()
 }

@@ -4,6 +4,7 @@
 //! last change they include, so on open it applies only what it missed, and a
 //! missing or unreadable index is rebuilt from the database.
 
+pub mod dense;
 mod flusher;
 pub mod schema;
 mod search;
@@ -26,6 +27,7 @@ pub use flusher::Flusher;
 pub use search::{Candidate, SearchRequest};
 use schema::{Extra, Fields};
 use tail::Tail;
+use dense::{Dense, Neighbour};
 
 const WRITER_MEMORY: usize = 64 * 1024 * 1024;
 const CATCH_UP_BATCH: usize = 10_000;
@@ -43,6 +45,8 @@ pub struct SearchIndex {
     reader: IndexReader,
     writer: Mutex<Option<IndexWriter<TantivyDocument>>>,
     view: RwLock<View>,
+    /// Entry embeddings; follows the same changes as `view`.
+    dense: RwLock<Dense>,
     /// The newest change applied to the view; guarded for writes by `apply_lock`.
     applied: AtomicI64,
     apply_lock: Mutex<()>,
@@ -69,6 +73,7 @@ impl SearchIndex {
                 }
             },
         };
+        index.load_vectors(store)?;
         index.catch_up(store)?;
         // A commit that half-failed (a full disk) can leave an index whose payload
         // claims changes its segments lack: a count that disagrees means rebuild.
@@ -78,6 +83,7 @@ impl SearchIndex {
             log::warn!("rebuilding the search index at {}: it holds {indexed} of {stored} entries", dir.display());
             drop(index);
             let index = Self::create(Some(dir))?;
+            index.load_vectors(store)?;
             index.catch_up(store)?;
             return Ok(index);
         }
@@ -133,9 +139,49 @@ impl SearchIndex {
             reader,
             writer: Mutex::new(Some(writer)),
             view: RwLock::new(View { searcher, tail: Tail::default() }),
+            dense: RwLock::default(),
             applied: AtomicI64::new(committed),
             apply_lock: Mutex::new(()),
         })
+    }
+
+    /// Loads every stored vector. Changes after the index's commit are applied
+    /// again by the catch-up that follows, which is harmless: each carries the
+    /// entry's current state.
+    fn load_vectors(&self, store: &Store) -> Result<()> {
+        let vectors = store.vectors()?;
+        let mut dense = self.dense.write();
+        for (entry, vector) in &vectors {
+            dense.apply(entry.id, Some(entry), Some(vector));
+        }
+        Ok(())
+    }
+
+    /// The `k` entries whose vectors are nearest `vector` among those `req` admits.
+    pub fn nearest(&self, req: &SearchRequest, vector: &[f32], k: usize) -> Vec<Neighbour> {
+        self.dense.read().search(req, vector, k)
+    }
+
+    /// The unit vectors held for `ids` (entries without one are left out).
+    pub fn vectors(&self, ids: &[i64]) -> HashMap<i64, Vec<f32>> {
+        let dense = self.dense.read();
+        ids.iter().filter_map(|&id| Some((id, dense.vector(id)?.to_vec()))).collect()
+    }
+
+    /// The dimension of the vectors held, and how many there are.
+    pub fn vector_shape(&self) -> (usize, usize) {
+        let dense = self.dense.read();
+        (dense.dim(), dense.len())
+    }
+
+    fn apply_vectors(&self, changes: &[Change]) {
+        if changes.iter().all(|c| c.vector.is_none()) && self.dense.read().len() == 0 {
+            return;
+        }
+        let mut dense = self.dense.write();
+        for c in changes {
+            dense.apply(c.entry_id, c.entry.as_ref(), c.vector.as_deref());
+        }
     }
 
     /// The newest change the index reflects.
@@ -154,6 +200,7 @@ impl SearchIndex {
         let mut neighbours = Neighbours::default();
         loop {
             let changes = store.changes_since(applied, CATCH_UP_BATCH)?;
+            self.apply_vectors(&changes);
             for change in &changes {
                 if change.op != ChangeOp::Insert {
                     writer.delete_term(Term::from_field_i64(self.fields.id, change.entry_id));
@@ -202,6 +249,7 @@ impl SearchIndex {
             _ => store.changes_since(applied, usize::MAX >> 1)?,
         };
         let changes: Vec<Change> = changes.into_iter().filter(|c| c.seq > applied).collect();
+        self.apply_vectors(&changes);
         let mut neighbours = Neighbours::default();
         let extras = changes
             .iter()

@@ -154,7 +154,7 @@ impl SearchIndex {
 
 impl SearchRequest {
     /// The same filters as `build_query`, for entries in the tail.
-    fn admits(&self, entry: &crate::entry::Entry) -> bool {
+    pub(super) fn admits(&self, entry: &crate::entry::Entry) -> bool {
         let scope = schema::scope_key(entry.scope.as_deref());
         self.scopes.as_ref().is_none_or(|s| s.iter().any(|x| x == scope))
             && self.kinds.as_ref().is_none_or(|k| k.contains(&entry.kind))

@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use parking_lot::RwLock;
+use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
 use super::call::awaitable;
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
-use crate::config::{Config, Eviction, Recency, Retrieval, Scrub, TokenizerSpec};
+use crate::config::{Config, Eviction, Fusion, Hybrid, Mmr, Recency, Retrieval, Scrub, TokenizerSpec};
 use super::context::Context;
 use crate::engine::{Engine as Core, InjectionPolicy, ListFilter, Patch, Query};
 use crate::render::Order;
@@ -64,21 +65,47 @@ impl Filters {
         depth: Option<usize>,
         injection: InjectionPolicy,
         explain: bool,
+        embedding: Option<Vec<f32>>,
     ) -> Query {
         let Filters { kinds, session_id, since, until, metadata } = self;
-        Query { text, scopes, budget, now, depth, kinds, session_id, since, until, metadata, injection, explain }
+        Query {
+            text, scopes, budget, now, depth, kinds, session_id, since, until, metadata, injection, explain, embedding,
+        }
     }
 }
 
 type ChunkTuple = (Vec<usize>, String, u32, Option<(usize, usize)>);
 
-fn new_entries(items: Vec<Item>) -> Vec<NewEntry> {
-    items
+/// The items of `save_many`, each with its row of `embeddings` when given.
+fn new_entries(items: Vec<Item>, embeddings: Option<Vec<Vec<f32>>>) -> PyResult<Vec<NewEntry>> {
+    if let Some(rows) = &embeddings {
+        if rows.len() != items.len() {
+            return Err(to_py(Error::invalid(format!(
+                "embeddings has {} rows for {} items",
+                rows.len(),
+                items.len()
+            ))));
+        }
+    }
+    let mut rows = embeddings.map(Vec::into_iter);
+    Ok(items
         .into_iter()
         .map(|(content, kind, scope, session_id, metadata, timestamp, expires_at, dedupe)| {
-            NewEntry { content, kind, scope, session_id, metadata, timestamp, expires_at, dedupe }
+            let embedding = rows.as_mut().and_then(Iterator::next);
+            NewEntry { content, kind, scope, session_id, metadata, timestamp, expires_at, dedupe, embedding }
         })
-        .collect()
+        .collect())
+}
+
+/// The rows of a float32 matrix.
+fn matrix_rows(matrix: Option<PyReadonlyArray2<'_, f32>>) -> Option<Vec<Vec<f32>>> {
+    let matrix = matrix?;
+    let view = matrix.as_array();
+    Some(view.rows().into_iter().map(|row| row.to_vec()).collect())
+}
+
+fn vector(v: Option<PyReadonlyArray1<'_, f32>>) -> Option<Vec<f32>> {
+    v.map(|v| v.as_array().to_vec())
 }
 
 fn hits(found: Vec<Option<crate::entry::Hit>>) -> Vec<Option<Hit>> {
@@ -92,7 +119,7 @@ fn list_filter((has_scope, scope, kind, session_id, since, until): Filter) -> Li
 #[pymethods]
 impl Engine {
     #[staticmethod]
-    #[pyo3(signature = (path, *, auth_token, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms, scrub, scrub_pii, scrub_metadata, max_entries_per_scope, eviction, stopword_weight=None, context_weight=None, date_weight=None))]
+    #[pyo3(signature = (path, *, auth_token, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms, scrub, scrub_pii, scrub_metadata, max_entries_per_scope, eviction, stopword_weight=None, context_weight=None, date_weight=None, fusion=None, dense_weight=None, rrf_k=None, mmr_lambda=None, duplicate_similarity=None, mmr_window=None))]
     #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,
@@ -114,7 +141,25 @@ impl Engine {
         stopword_weight: Option<f32>,
         context_weight: Option<f32>,
         date_weight: Option<f32>,
+        fusion: Option<String>,
+        dense_weight: Option<f32>,
+        rrf_k: Option<f32>,
+        mmr_lambda: Option<f32>,
+        duplicate_similarity: Option<f32>,
+        mmr_window: Option<usize>,
     ) -> PyResult<Bound<'_, PyAny>> {
+        let h = Hybrid::default();
+        let hybrid = Hybrid {
+            fusion: fusion.as_deref().map(Fusion::parse).transpose().map_err(to_py)?.unwrap_or(h.fusion),
+            dense_weight: dense_weight.unwrap_or(h.dense_weight),
+            rrf_k: rrf_k.unwrap_or(h.rrf_k),
+        };
+        let m = Mmr::default();
+        let mmr = Mmr {
+            lambda: mmr_lambda.unwrap_or(m.lambda),
+            duplicate_similarity: duplicate_similarity.unwrap_or(m.duplicate_similarity),
+            window: mmr_window.unwrap_or(m.window),
+        };
         let d = Retrieval::default();
         let retrieval = Retrieval {
             stopword_weight: stopword_weight.unwrap_or(d.stopword_weight),
@@ -130,6 +175,8 @@ impl Engine {
             tokenizer,
             recency: Recency { weight: recency_weight, half_life_days: recency_half_life_days },
             retrieval,
+            hybrid,
+            mmr,
             depth,
             flush_entries,
             flush_ms,
@@ -144,17 +191,79 @@ impl Engine {
         })
     }
 
-    fn save_many<'py>(&self, py: Python<'py>, items: Vec<Item>) -> PyResult<Bound<'py, PyAny>> {
+    /// `embeddings`: an (n, d) float32 matrix, one row per item.
+    #[pyo3(signature = (items, embeddings=None))]
+    fn save_many<'py>(
+        &self,
+        py: Python<'py>,
+        items: Vec<Item>,
+        embeddings: Option<PyReadonlyArray2<'py, f32>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        let entries = new_entries(items);
+        let entries = new_entries(items, matrix_rows(embeddings))?;
         awaitable(py, move || core.save_many(entries))
     }
 
     /// Like `save_many`, returning `(id, created)` per item.
-    fn save_detailed<'py>(&self, py: Python<'py>, items: Vec<Item>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (items, embeddings=None))]
+    fn save_detailed<'py>(
+        &self,
+        py: Python<'py>,
+        items: Vec<Item>,
+        embeddings: Option<PyReadonlyArray2<'py, f32>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        let entries = new_entries(items);
+        let entries = new_entries(items, matrix_rows(embeddings))?;
         awaitable(py, move || core.save_detailed(entries))
+    }
+
+    /// Content as it would be stored: secrets (and PII when configured) redacted.
+    fn scrub<'py>(&self, py: Python<'py>, texts: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || Ok(texts.into_iter().map(|t| core.scrub_content(t)).collect::<Vec<_>>()))
+    }
+
+    /// `(name, dim)` of the embedder recorded in the store, or `None`.
+    fn embedder<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || Ok(core.embedder()?.map(|e| (e.name, e.dim))))
+    }
+
+    /// Records the store's embedder; with `replace`, drops vectors of another.
+    fn set_embedder<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        dim: usize,
+        replace: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || core.set_embedder(&name, dim, replace))
+    }
+
+    fn set_vectors<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<i64>,
+        vectors: PyReadonlyArray2<'py, f32>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        if vectors.shape()[0] != ids.len() {
+            return Err(to_py(Error::invalid("one vector per id")));
+        }
+        let pairs: Vec<(i64, Vec<f32>)> = ids.into_iter().zip(matrix_rows(Some(vectors)).unwrap_or_default()).collect();
+        awaitable(py, move || core.set_vectors(pairs))
+    }
+
+    /// `(id, content)` of up to `limit` entries without a vector, after id `after`.
+    fn missing_vectors<'py>(&self, py: Python<'py>, after: i64, limit: usize) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || core.missing_vectors(after, limit))
+    }
+
+    fn vector_count<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || core.vector_count())
     }
 
     /// Scrubs and chunks a transcript of `(speaker, text)` pairs; returns the
@@ -203,7 +312,7 @@ impl Engine {
         })
     }
 
-    #[pyo3(signature = (text, scopes, budget, *, now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag", explain=false))]
+    #[pyo3(signature = (text, scopes, budget, *, now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag", explain=false, embedding=None))]
     #[allow(clippy::too_many_arguments)]
     fn query<'py>(
         &self,
@@ -220,11 +329,12 @@ impl Engine {
         metadata: Option<String>,
         on_injection: &str,
         explain: bool,
+        embedding: Option<PyReadonlyArray1<'py, f32>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
         let filters = Filters { kinds, session_id, since, until, metadata };
-        let query = filters.query(text, scopes, budget, now, depth, injection, explain);
+        let query = filters.query(text, scopes, budget, now, depth, injection, explain, vector(embedding));
         awaitable(py, move || {
             let (hits, t) = core.query_timed(&query)?;
             let hits: Vec<Hit> = hits.into_iter().map(Hit::from).collect();
@@ -237,7 +347,7 @@ impl Engine {
         })
     }
 
-    #[pyo3(signature = (text, scopes, budget, *, order="score", now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag"))]
+    #[pyo3(signature = (text, scopes, budget, *, order="score", now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag", embedding=None))]
     #[allow(clippy::too_many_arguments)]
     fn context<'py>(
         &self,
@@ -254,12 +364,13 @@ impl Engine {
         until: Option<Micros>,
         metadata: Option<String>,
         on_injection: &str,
+        embedding: Option<PyReadonlyArray1<'py, f32>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         let order = Order::parse(order).map_err(to_py)?;
         let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
         let filters = Filters { kinds, session_id, since, until, metadata };
-        let query = filters.query(text, scopes, budget, now, depth, injection, false);
+        let query = filters.query(text, scopes, budget, now, depth, injection, false, vector(embedding));
         awaitable(py, move || Ok(Context::from(core.context(&query, order)?)))
     }
 
@@ -269,7 +380,8 @@ impl Engine {
     }
 
     /// `metadata`/`scope` take (given?, value) so that `None` can mean "remove".
-    #[pyo3(signature = (id, *, content, kind, metadata, scope))]
+    #[pyo3(signature = (id, *, content, kind, metadata, scope, embedding=None))]
+    #[allow(clippy::too_many_arguments)]
     fn update<'py>(
         &self,
         py: Python<'py>,
@@ -278,6 +390,7 @@ impl Engine {
         kind: Option<String>,
         metadata: (bool, Option<String>),
         scope: (bool, Option<String>),
+        embedding: Option<PyReadonlyArray1<'py, f32>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         let patch = Patch {
@@ -285,6 +398,7 @@ impl Engine {
             kind,
             metadata: metadata.0.then_some(metadata.1),
             scope: scope.0.then_some(scope.1),
+            embedding: vector(embedding),
         };
         awaitable(py, move || Ok(Hit::from(core.update(id, patch)?)))
     }
@@ -370,6 +484,12 @@ pub fn default_config(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>
     d.set_item("stopword_weight", c.retrieval.stopword_weight)?;
     d.set_item("context_weight", c.retrieval.context_weight)?;
     d.set_item("date_weight", c.retrieval.date_weight)?;
+    d.set_item("fusion", c.hybrid.fusion.name())?;
+    d.set_item("dense_weight", c.hybrid.dense_weight)?;
+    d.set_item("rrf_k", c.hybrid.rrf_k)?;
+    d.set_item("mmr_lambda", c.mmr.lambda)?;
+    d.set_item("duplicate_similarity", c.mmr.duplicate_similarity)?;
+    d.set_item("mmr_window", c.mmr.window)?;
     d.set_item("depth", c.depth)?;
     d.set_item("flush_entries", c.flush_entries)?;
     d.set_item("flush_ms", c.flush_ms)?;

@@ -15,6 +15,7 @@ pyo3::import_exception!(contextforge.errors, RetryableStorageError);
 pyo3::import_exception!(contextforge.errors, SearchIndexError);
 pyo3::import_exception!(contextforge.errors, IncompatibleStoreError);
 pyo3::import_exception!(contextforge.errors, InternalError);
+pyo3::import_exception!(contextforge.errors, EmbedderMismatchError);
 
 pub fn to_py(err: Error) -> PyErr {
     let message = err.to_string();
@@ -27,5 +28,6 @@ pub fn to_py(err: Error) -> PyErr {
         Error::Index(_) => SearchIndexError::new_err(message),
         Error::Incompatible(_) => IncompatibleStoreError::new_err(message),
         Error::Internal(_) => InternalError::new_err(message),
+        Error::EmbedderMismatch(_) => EmbedderMismatchError::new_err(message),
     }
 }

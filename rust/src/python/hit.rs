@@ -56,15 +56,21 @@ impl Hit {
         self.risks.clone()
     }
     /// With `query(..., explain=True)`: the score's parts, `score = relevance *
-    /// recency`, and the hit's rank among the candidates before packing.
+    /// recency` (relevance is BM25, fused with `dense` cosine similarity in a
+    /// hybrid query), the MMR `diversity` penalty, and the hit's rank among the
+    /// candidates before packing.
     #[getter]
     fn explain<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, pyo3::types::PyDict>>> {
         use pyo3::types::PyDictMethods;
         let Some(e) = self.explain else { return Ok(None) };
         let d = pyo3::types::PyDict::new(py);
         d.set_item("relevance", e.relevance)?;
+        d.set_item("bm25", e.bm25)?;
+        if let Some(dense) = e.dense {
+            d.set_item("dense", dense)?;
+        }
         d.set_item("recency", e.recency)?;
-        d.set_item("diversity", 0.0)?;
+        d.set_item("diversity", e.diversity)?;
         d.set_item("final", self.score)?;
         d.set_item("rank", e.rank)?;
         Ok(Some(d))

@@ -12,6 +12,7 @@ mod read;
 mod retention;
 mod rows;
 mod schema;
+mod vectors;
 mod write;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -42,6 +43,7 @@ pub struct PreparedEntry {
     pub expires_at: Option<Micros>,
     /// The normalised content's key; `None` skips duplicate detection.
     pub dedup_key: Option<(i64, String)>,
+    pub embedding: Option<Vec<f32>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +61,8 @@ pub struct Change {
     pub op: ChangeOp,
     /// `None` for a delete, or when the entry no longer exists.
     pub entry: Option<Entry>,
+    /// The entry's current embedding, if it has one.
+    pub vector: Option<Vec<f32>>,
 }
 
 pub struct Store {

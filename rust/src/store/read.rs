@@ -141,8 +141,9 @@ impl Store {
     pub fn changes_since(&self, after: i64, limit: usize) -> Result<Vec<Change>> {
         let sql = format!(
             "SELECT c.seq, c.entry_id, c.op, e.id, e.content, e.kind, e.scope, e.session_id, \
-             e.metadata, e.ts, e.tokens, e.expires_at \
+             e.metadata, e.ts, e.tokens, e.expires_at, v.vector \
              FROM changes c LEFT JOIN entries e ON e.id = c.entry_id \
+             LEFT JOIN embeddings v ON v.entry_id = c.entry_id \
              WHERE c.seq > ?1 ORDER BY c.seq LIMIT {limit}"
         );
         self.with_reader(|conn| {
@@ -157,9 +158,10 @@ impl Store {
                         other => return Err(invalid_op(other)),
                     };
                     let present = row.get::<Option<i64>>(3)?.is_some();
-                    let entry =
-                        if op != ChangeOp::Delete && present { Some(rows::entry(&row, 3)?) } else { None };
-                    out.push(Change { seq: row.get(0)?, entry_id: row.get(1)?, op, entry });
+                    let live = op != ChangeOp::Delete && present;
+                    let entry = if live { Some(rows::entry(&row, 3)?) } else { None };
+                    let vector = if live { super::vectors::column(&row, 12)? } else { None };
+                    out.push(Change { seq: row.get(0)?, entry_id: row.get(1)?, op, entry, vector });
                 }
                 Ok(out)
             })
@@ -178,7 +180,7 @@ impl Store {
         })
     }
 
-    fn scalar(&self, sql: &str, params: Vec<Value>) -> Result<i64> {
+    pub(super) fn scalar(&self, sql: &str, params: Vec<Value>) -> Result<i64> {
         self.with_reader(|conn| {
             block_on(async {
                 let mut rows = conn.query(sql, params.clone()).await?;

@@ -44,6 +44,18 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE entries ADD COLUMN last_returned INTEGER;
     CREATE INDEX entries_expiry ON entries (expires_at) WHERE expires_at IS NOT NULL;
     ",
+    // 3: one embedding per entry, as little-endian float32 (libSQL's F32_BLOB
+    // layout). Which embedder made them is recorded in `meta`. A vector never
+    // outlives its entry.
+    r"
+    CREATE TABLE embeddings (
+        entry_id INTEGER PRIMARY KEY,
+        vector   F32_BLOB NOT NULL
+    );
+    CREATE TRIGGER entries_drop_embedding AFTER DELETE ON entries BEGIN
+        DELETE FROM embeddings WHERE entry_id = OLD.id;
+    END;
+    ",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -31,6 +31,8 @@ pub struct EntryPatch {
     pub metadata: Option<Option<String>>,
     /// `Some(None)` makes the entry global.
     pub scope: Option<Option<String>>,
+    /// `Some(None)` drops the entry's vector (its content changed without one).
+    pub embedding: Option<Option<Vec<f32>>>,
 }
 
 impl Store {
@@ -77,6 +79,9 @@ impl Store {
                     ],
                 )
                 .await?;
+                if let Some(vector) = &e.embedding {
+                    super::vectors::put(&tx, id, vector).await?;
+                }
                 let seq = log_change(&tx, id, OP_INSERT).await?;
                 out.push(Written { id, seq: Some(seq) });
             }
@@ -95,8 +100,9 @@ impl Store {
         }))
     }
 
-    /// Applies `patch` to entry `id`; returns the new entry and its change number.
-    pub fn update(&self, id: i64, patch: EntryPatch) -> Result<(Entry, i64)> {
+    /// Applies `patch` to entry `id`; returns the new entry, its vector and the
+    /// change number.
+    pub fn update(&self, id: i64, patch: EntryPatch) -> Result<(Entry, Option<Vec<f32>>, i64)> {
         self.with_writer(|conn| block_on(async {
             let tx = begin(conn).await?;
             let sql = format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?1");
@@ -133,9 +139,18 @@ impl Store {
                 ],
             )
             .await?;
+            match &patch.embedding {
+                Some(Some(vector)) => super::vectors::put(&tx, id, vector).await?,
+                Some(None) => super::vectors::remove(&tx, id).await?,
+                None => {}
+            }
+            let vector = match patch.embedding {
+                Some(vector) => vector,
+                None => stored_vector(&tx, id).await?,
+            };
             let seq = log_change(&tx, id, OP_UPDATE).await?;
             tx.commit().await?;
-            Ok((entry, seq))
+            Ok((entry, vector, seq))
         }))
     }
 
@@ -203,8 +218,16 @@ impl Store {
     }
 }
 
+async fn stored_vector(conn: &Connection, id: i64) -> Result<Option<Vec<f32>>> {
+    let mut rows = conn.query("SELECT vector FROM embeddings WHERE entry_id = ?1", [id]).await?;
+    match rows.next().await? {
+        Some(row) => super::vectors::column(&row, 0),
+        None => Ok(None),
+    }
+}
+
 /// Starts an IMMEDIATE transaction; dropping it without `commit` rolls back.
-async fn begin(conn: &Connection) -> Result<libsql::Transaction> {
+pub(super) async fn begin(conn: &Connection) -> Result<libsql::Transaction> {
     Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate).await?)
 }
 

@@ -1,0 +1,206 @@
+//! Exact nearest-neighbour search over entry embeddings, in memory.
+//!
+//! Vectors are grouped by scope in contiguous row-major blocks, so a scoped
+//! query reads one block front to back. They are stored unit-length, so cosine
+//! similarity is a dot product. Like the tail, this follows the change log; it
+//! is loaded from the database on open.
+
+use std::collections::HashMap;
+
+use super::schema::scope_key;
+use super::search::SearchRequest;
+use crate::entry::{Entry, Micros};
+
+#[derive(Default)]
+pub struct Dense {
+    /// The dimension of every vector held; 0 before the first.
+    dim: usize,
+    blocks: HashMap<String, Block>,
+    /// Entry id -> (scope key, row).
+    slots: HashMap<i64, (String, usize)>,
+}
+
+/// One scope's vectors and the entries they belong to (without content).
+#[derive(Default)]
+struct Block {
+    entries: Vec<Entry>,
+    data: Vec<f32>,
+}
+
+/// A dense match: the entry's cosine similarity to the query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Neighbour {
+    pub id: i64,
+    pub cosine: f32,
+    pub timestamp: Micros,
+    pub tokens: u32,
+}
+
+impl Dense {
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Sets (or with `None`, removes) the vector of `entry`.
+    pub fn apply(&mut self, id: i64, entry: Option<&Entry>, vector: Option<&[f32]>) {
+        self.remove(id);
+        let (Some(entry), Some(vector)) = (entry, vector) else { return };
+        if vector.is_empty() {
+            return;
+        }
+        if self.dim == 0 {
+            self.dim = vector.len();
+        } else if vector.len() != self.dim {
+            log::warn!("entry {id}: a {}-dimensional vector among {}-dimensional ones is ignored", vector.len(), self.dim);
+            return;
+        }
+        let key = scope_key(entry.scope.as_deref()).to_owned();
+        let block = self.blocks.entry(key.clone()).or_default();
+        block.data.extend(unit(vector));
+        block.entries.push(Entry { content: String::new(), ..entry.clone() });
+        self.slots.insert(id, (key, block.entries.len() - 1));
+    }
+
+    fn remove(&mut self, id: i64) {
+        let Some((key, row)) = self.slots.remove(&id) else { return };
+        let Some(block) = self.blocks.get_mut(&key) else { return };
+        let last = block.entries.len() - 1;
+        block.entries.swap_remove(row);
+        if row != last {
+            let (from, to) = (last * self.dim, row * self.dim);
+            block.data.copy_within(from..from + self.dim, to);
+            self.slots.insert(block.entries[row].id, (key.clone(), row));
+        }
+        block.data.truncate(last * self.dim);
+        if block.entries.is_empty() {
+            self.blocks.remove(&key);
+        }
+        if self.slots.is_empty() {
+            self.dim = 0;
+        }
+    }
+
+    /// The unit vector held for `id`.
+    pub fn vector(&self, id: i64) -> Option<&[f32]> {
+        let (key, row) = self.slots.get(&id)?;
+        let block = self.blocks.get(key)?;
+        Some(&block.data[row * self.dim..(row + 1) * self.dim])
+    }
+
+    /// The `k` entries most similar to `query` among those `req` admits, best
+    /// first. A query of another dimension matches nothing.
+    pub fn search(&self, req: &SearchRequest, query: &[f32], k: usize) -> Vec<Neighbour> {
+        if self.dim == 0 || query.len() != self.dim || k == 0 {
+            return Vec::new();
+        }
+        let query = unit(query);
+        let blocks: Vec<&Block> = match &req.scopes {
+            Some(keys) => keys.iter().filter_map(|key| self.blocks.get(key)).collect(),
+            None => self.blocks.values().collect(),
+        };
+        let mut found: Vec<Neighbour> = Vec::new();
+        for block in blocks {
+            for (entry, row) in block.entries.iter().zip(block.data.chunks_exact(self.dim)) {
+                if !req.admits(entry) {
+                    continue;
+                }
+                found.push(Neighbour {
+                    id: entry.id,
+                    cosine: dot(&query, row),
+                    timestamp: entry.timestamp,
+                    tokens: entry.tokens,
+                });
+            }
+        }
+        let by_score = |a: &Neighbour, b: &Neighbour| b.cosine.total_cmp(&a.cosine).then(b.id.cmp(&a.id));
+        if found.len() > k {
+            found.select_nth_unstable_by(k - 1, by_score);
+            found.truncate(k);
+        }
+        found.sort_by(by_score);
+        found
+    }
+}
+
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // Four accumulators let the compiler vectorise without reassociating floats.
+    let mut acc = [0.0f32; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..4 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+/// `v` scaled to unit length (a zero vector stays zero).
+pub fn unit(v: &[f32]) -> Vec<f32> {
+    let norm = dot(v, v).sqrt();
+    if norm > 0.0 && norm.is_finite() {
+        v.iter().map(|x| x / norm).collect()
+    } else {
+        vec![0.0; v.len()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Retrieval;
+
+    fn entry(id: i64, scope: &str) -> Entry {
+        Entry {
+            id,
+            content: "x".into(),
+            kind: "note".into(),
+            scope: Some(scope.into()),
+            session_id: None,
+            metadata: None,
+            timestamp: 0,
+            tokens: 1,
+            expires_at: None,
+        }
+    }
+
+    fn request(scopes: Option<Vec<&str>>) -> SearchRequest {
+        SearchRequest {
+            text: String::new(),
+            scopes: scopes.map(|s| s.into_iter().map(str::to_owned).collect()),
+            kinds: None,
+            session_id: None,
+            since: None,
+            until: None,
+            metadata: Vec::new(),
+            depth: 10,
+            now: 0,
+            recency_weight: 0.0,
+            half_life_us: 1.0,
+            retrieval: Retrieval::default(),
+        }
+    }
+
+    #[test]
+    fn nearest_within_scope_and_removal_keeps_rows_consistent() {
+        let mut dense = Dense::default();
+        dense.apply(1, Some(&entry(1, "a")), Some(&[1.0, 0.0]));
+        dense.apply(2, Some(&entry(2, "a")), Some(&[0.6, 0.8]));
+        dense.apply(3, Some(&entry(3, "b")), Some(&[2.0, 0.0]));
+        dense.apply(4, Some(&entry(4, "a")), Some(&[0.0, 3.0]));
+        let ids = |n: Vec<Neighbour>| n.into_iter().map(|n| n.id).collect::<Vec<_>>();
+        assert_eq!(ids(dense.search(&request(Some(vec!["a"])), &[0.0, 1.0], 2)), vec![4, 2]);
+        assert_eq!(ids(dense.search(&request(None), &[1.0, 0.0], 2)), vec![3, 1]);
+        dense.apply(1, None, None); // deleted: row 0 of "a" is refilled by the last row
+        assert_eq!(dense.vector(4), Some(&[0.0, 1.0][..]));
+        assert_eq!(ids(dense.search(&request(Some(vec!["a"])), &[1.0, 0.0], 5)), vec![2, 4]);
+        assert!(dense.search(&request(None), &[1.0, 0.0, 0.0], 5).is_empty(), "wrong dimension");
+        dense.apply(2, Some(&entry(2, "b")), Some(&[1.0, 0.0])); // moved scope
+        assert_eq!(ids(dense.search(&request(Some(vec!["a"])), &[1.0, 0.0], 5)), vec![4]);
+        assert_eq!(dense.len(), 3);
+    }
+}

@@ -1,0 +1,8 @@
+//! From ranked lists to the final order: fusion of BM25 and dense matches, then
+//! maximal marginal relevance. Pure functions; the engine feeds them.
+
+mod fuse;
+mod mmr;
+
+pub use fuse::{fuse, Ranked};
+pub use mmr::{jaccard, mmr};
