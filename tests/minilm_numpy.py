@@ -81,13 +81,22 @@ class MiniLM:
 
     def embed(self, texts: Sequence[str], batch_size: int = 32) -> npt.NDArray[np.float32]:
         ids = self.token_ids(texts)
-        out = [self._batch(ids[i : i + batch_size]) for i in range(0, len(ids), batch_size)]
-        if not out:
+        if not ids:
             return np.empty((0, self.w["embeddings.LayerNorm.weight"].shape[0]), np.float32)
-        return np.concatenate(out).astype(np.float32)
+        # Like sentence-transformers' encode: batches of similar lengths pad little.
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+        ordered = [ids[i] for i in order]
+        out = np.concatenate(
+            [self._batch(ordered[i : i + batch_size]) for i in range(0, len(ids), batch_size)]
+        )
+        result = np.empty_like(out, dtype=np.float32)
+        result[order] = out
+        return result
 
     def _linear(self, x: Array, name: str) -> Array:
-        result: Array = x @ self.w[f"{name}.weight"].T + self.w[f"{name}.bias"]
+        # One 2-D product (a single BLAS call) rather than one per batch row.
+        flat = x.reshape(-1, x.shape[-1]) @ self.w[f"{name}.weight"].T + self.w[f"{name}.bias"]
+        result: Array = flat.reshape(*x.shape[:-1], flat.shape[-1])
         return result
 
     def _norm(self, x: Array, name: str) -> Array:
