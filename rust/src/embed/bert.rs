@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::ops::{gelu, layer_norm, linear, matmul_strided, softmax};
+use super::ops::{gelu, layer_norm, linear_par, matmul_strided, softmax};
 use super::weights::Tensors;
 use crate::error::{Error, Result};
 
@@ -149,7 +149,8 @@ impl Bert {
     /// padding): `lens[s]` tokens of sequence `s` follow those of `s - 1` in
     /// `ids`. Attention stays inside each sequence, which is what padding plus an
     /// additive -inf key mask computes, without spending work on padding rows.
-    pub fn forward(&self, ids: &[u32], lens: &[usize]) -> Result<Vec<f32>> {
+    /// The linear layers use up to `threads` threads.
+    pub fn forward(&self, ids: &[u32], lens: &[usize], threads: usize) -> Result<Vec<f32>> {
         let Config {
             hidden: h,
             intermediate: inter,
@@ -167,7 +168,7 @@ impl Bert {
         let d = h / heads;
         let scale = 1.0 / (d as f32).sqrt();
         for layer in &self.layers {
-            linear(&x, n, &layer.qkv_w, &layer.qkv_b, &mut qkv);
+            linear_par(&x, n, &layer.qkv_w, &layer.qkv_b, &mut qkv, threads);
             let mut start = 0;
             for &len in lens {
                 let scores = &mut scores[..len * len];
@@ -204,11 +205,11 @@ impl Bert {
                 }
                 start += len;
             }
-            linear(&ctx, n, &layer.out_w, &layer.out_b, &mut tmp);
+            linear_par(&ctx, n, &layer.out_w, &layer.out_b, &mut tmp, threads);
             add_norm(&mut x, &tmp, &layer.ln1_g, &layer.ln1_b, self.config.eps);
-            linear(&x, n, &layer.up_w, &layer.up_b, &mut up);
+            linear_par(&x, n, &layer.up_w, &layer.up_b, &mut up, threads);
             gelu(&mut up);
-            linear(&up, n, &layer.down_w, &layer.down_b, &mut tmp);
+            linear_par(&up, n, &layer.down_w, &layer.down_b, &mut tmp, threads);
             add_norm(&mut x, &tmp, &layer.ln2_g, &layer.ln2_b, self.config.eps);
         }
         Ok(x)

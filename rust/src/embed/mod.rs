@@ -72,6 +72,8 @@ impl Embedder {
         let threads = std::thread::available_parallelism().map_or(1, usize::from);
         let per_batch = ids.len().div_ceil(threads).clamp(1, MAX_BATCH);
         let batches: Vec<&[usize]> = order.chunks(per_batch).collect();
+        // Fewer batches than threads (a single short text): split the layers instead.
+        let inner = (threads / batches.len().max(1)).max(1);
 
         let dim = self.dim();
         let mut out = vec![0.0; texts.len() * dim];
@@ -79,7 +81,7 @@ impl Embedder {
         let work = || -> Result<Rows> {
             let mut done = Vec::new();
             while let Some(batch) = batches.get(next.fetch_add(1, Ordering::Relaxed)) {
-                let pooled = self.embed_batch(batch.iter().map(|&i| ids[i].as_slice()))?;
+                let pooled = self.embed_batch(batch.iter().map(|&i| ids[i].as_slice()), inner)?;
                 done.extend(
                     batch
                         .iter()
@@ -115,10 +117,14 @@ impl Embedder {
     }
 
     /// Pooled, normalised rows for one batch of token id sequences.
-    fn embed_batch<'a>(&self, seqs: impl Iterator<Item = &'a [u32]> + Clone) -> Result<Vec<f32>> {
+    fn embed_batch<'a>(
+        &self,
+        seqs: impl Iterator<Item = &'a [u32]> + Clone,
+        threads: usize,
+    ) -> Result<Vec<f32>> {
         let lens: Vec<usize> = seqs.clone().map(<[u32]>::len).collect();
         let ids: Vec<u32> = seqs.flatten().copied().collect();
-        let hidden = self.bert.forward(&ids, &lens)?;
+        let hidden = self.bert.forward(&ids, &lens, threads)?;
         let dim = self.dim();
         let mut pooled = vec![0.0; lens.len() * dim];
         let mut rows = hidden.chunks_exact(dim);

@@ -25,6 +25,30 @@ pub fn linear(x: &[f32], n: usize, w: &[f32], b: &[f32], out: &mut [f32]) {
     }
 }
 
+/// Rows per thread below which splitting a linear layer costs more than it saves.
+const MIN_ROWS_PER_THREAD: usize = 8;
+
+/// `linear` with the rows split over up to `threads` threads, so that a lone
+/// short batch still uses every core. Each row's arithmetic is unchanged.
+pub fn linear_par(x: &[f32], n: usize, w: &[f32], b: &[f32], out: &mut [f32], threads: usize) {
+    let parts = threads.min(n / MIN_ROWS_PER_THREAD);
+    if parts <= 1 {
+        return linear(x, n, w, b, out);
+    }
+    let (d_in, d_out) = (w.len() / b.len(), b.len());
+    let rows = n.div_ceil(parts);
+    std::thread::scope(|scope| {
+        let mut chunks = x.chunks(rows * d_in).zip(out.chunks_mut(rows * d_out));
+        let here = chunks.next();
+        for (x, out) in chunks {
+            scope.spawn(move || linear(x, x.len() / d_in, w, b, out));
+        }
+        if let Some((x, out)) = here {
+            linear(x, x.len() / d_in, w, b, out);
+        }
+    });
+}
+
 /// `c = alpha * a @ b + beta * c` for `(m, k, n)`, each matrix given as
 /// (pointer, row stride, column stride).
 ///
