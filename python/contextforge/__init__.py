@@ -5,10 +5,11 @@
     hits = await cf.query("deploy failure", "project:demo", 2048)
 """
 
+from typing import TYPE_CHECKING
+
 from ._core import Context, Hit, __version__
 from ._vectors import Embedder
 from .config import Config
-from .embedders import LocalEmbedder
 from .errors import (
     ClosedError,
     ContextForgeError,
@@ -25,6 +26,18 @@ from .errors import (
 from .hits import Hits
 from .memory import ContextForge, verify_citations
 from .sync import ContextForgeSync
+
+if TYPE_CHECKING:
+    from .embedders import LocalEmbedder
+
+
+def __getattr__(name: str) -> object:
+    # The built-in embedder loads numpy; stores without embeddings never need it.
+    if name == "LocalEmbedder":
+        from .embedders import LocalEmbedder
+
+        return LocalEmbedder
+    raise AttributeError(f"module 'contextforge' has no attribute {name!r}")
 
 __all__ = [
     "ClosedError",

@@ -6,19 +6,22 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol, Union, runtime_checkable
-
-import numpy
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, Union, runtime_checkable
 
 from .errors import InvalidInputError, InvalidTypeError
 
+if TYPE_CHECKING:
+    # numpy is imported only where vectors are handled: a store without
+    # embeddings never loads it.
+    import numpy
+    import numpy.typing as npt
+
 __all__ = ["Embedder", "Vector", "Vectors", "as_matrix", "as_vector", "embed", "embedder_name"]
 
-Vectors = npt.NDArray[numpy.float32]
+Vectors: TypeAlias = "npt.NDArray[numpy.float32]"
 """An ``(n, d)`` float32 array: one row per text."""
 
-Vector = Union[npt.NDArray[Any], Sequence[float]]
+Vector: TypeAlias = Union["npt.NDArray[Any]", Sequence[float]]
 """One embedding: a 1-D array or a sequence of floats."""
 
 
@@ -63,11 +66,15 @@ async def embed(embedder: Callable[..., Any], texts: list[str], batch_size: int)
     dims = {p.shape[1] for p in parts}
     if len(dims) > 1:
         raise InvalidInputError(f"the embedder returned vectors of several lengths: {sorted(dims)}")
+    import numpy
+
     return parts[0] if len(parts) == 1 else numpy.concatenate(parts)
 
 
 def as_matrix(value: Any, *, rows: int, what: str) -> Vectors:
     """``value`` as a C-contiguous float32 ``(rows, d)`` array of finite numbers."""
+    import numpy
+
     try:
         array = numpy.ascontiguousarray(value, dtype=numpy.float32)
     except (TypeError, ValueError) as err:
@@ -81,6 +88,8 @@ def as_matrix(value: Any, *, rows: int, what: str) -> Vectors:
 
 def as_vector(value: Vector, what: str = "embedding") -> npt.NDArray[numpy.float32]:
     """One embedding as a float32 1-D array."""
+    import numpy
+
     if isinstance(value, (str, bytes)):
         raise InvalidTypeError(f"{what} must be an array of numbers, not {type(value).__name__}")
     try:

@@ -7,8 +7,6 @@ from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy
-
 from . import _convert, _core
 from ._convert import ContextOrder, InjectionPolicy, Scope, Timestamp
 from ._vectors import Vector, Vectors, as_matrix, as_vector, embed, embedder_name
@@ -242,7 +240,7 @@ class ContextForge:
             content, kind, scope, session_id, metadata, timestamp, dedupe, ttl, expires_at
         )
         if embedding is not None:
-            vectors: Vectors | None = as_vector(embedding)[numpy.newaxis, :]
+            vectors: Vectors | None = as_vector(embedding)[None, :]
         else:
             vectors = await self._embed([item[0]])
         ids = await _call(lambda: self._engine.save_many([item], vectors))
@@ -298,7 +296,7 @@ class ContextForge:
                 given[i] = made[row]
         if len({len(v) for v in given}) > 1:
             raise InvalidInputError("the items' embeddings have different lengths")
-        return as_matrix(numpy.stack(given), rows=len(given), what="embeddings")
+        return as_matrix(given, rows=len(given), what="embeddings")
 
     async def query(
         self,

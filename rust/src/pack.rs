@@ -23,14 +23,15 @@ pub fn pack(candidates: &[Candidate], budget: u64) -> Vec<Candidate> {
 
 /// Packing when some candidates may be turned down only once their content is
 /// known (a flagged hit, an entry deleted since the index looked). Fetches the
-/// greedy packing of what is still undecided, drops what `keep` refuses, and
+/// greedy packing of what is still undecided, drops what `keep` refuses (it is
+/// asked in rank order within each round, and may remember what it accepted), and
 /// repacks with the freed budget until nothing more is refused. Returns the kept
 /// items in rank order, within `budget`.
 pub fn pack_checked<T>(
     candidates: &[Candidate],
     budget: u64,
     mut fetch: impl FnMut(&[i64]) -> Result<Vec<Option<T>>>,
-    keep: impl Fn(&T) -> bool,
+    mut keep: impl FnMut(&T) -> bool,
 ) -> Result<Vec<(Candidate, T)>> {
     let mut left = budget;
     let mut decided = vec![false; candidates.len()];

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::index::schema::scope_key;
 use crate::index::tail::recency_boost;
 use crate::index::{Candidate, SearchRequest};
-use crate::rank::{fuse, jaccard, word_set, Ranked};
+use crate::rank::{fuse, jaccard, word_set, Duplicates, Ranked};
 use crate::pack::pack_checked;
 use crate::render::{render, Context, Order};
 use crate::store::{now_micros, ListFilter};
@@ -158,6 +158,7 @@ impl Engine {
             .iter()
             .map(|(r, _)| Candidate { id: r.id, score: r.score, tokens: r.tokens, recency: r.recency })
             .collect();
+        let mut duplicates = Duplicates::new(self.config.mmr.duplicate_similarity);
         // An entry deleted by another process since the index last looked comes
         // back as `None` and is refused like a flagged one: its budget is reused.
         let packed = pack_checked(
@@ -175,7 +176,10 @@ impl Engine {
                     .map(|e| e.map(|e| Hit::new(e, 0.0)))
                     .collect())
             },
-            |hit| !(drop_flagged && !hit.risks.is_empty()),
+            |hit| {
+                !(drop_flagged && !hit.risks.is_empty())
+                    && duplicates.admit(|| self.index.vector(hit.entry.id), &hit.entry.content)
+            },
         )?;
         self.note_returned(packed.iter().map(|(c, _)| c.id), now_micros());
         let hits = packed
@@ -228,10 +232,10 @@ impl Engine {
         Ok(fused)
     }
 
-    /// Maximal marginal relevance over the best candidates, leaving out near
-    /// duplicates: cosine where both entries have vectors, the Jaccard
-    /// similarity of their terms otherwise. The entries read for it are left in
-    /// `fetched` for packing.
+    /// Maximal marginal relevance over the best candidates (with `mmr_lambda`
+    /// below 1): cosine where both entries have vectors, the Jaccard similarity
+    /// of their words otherwise. The entries read for it are left in `fetched`
+    /// for packing. Near duplicates are refused while packing.
     fn diversify(
         &self,
         ranked: &[Ranked],
@@ -239,7 +243,7 @@ impl Engine {
     ) -> Result<Vec<(Ranked, f32)>> {
         let mmr = self.config.mmr;
         let window = mmr.window.min(ranked.len());
-        if window < 2 || (mmr.lambda >= 1.0 && mmr.duplicate_similarity > 1.0) {
+        if window < 2 || mmr.lambda >= 1.0 {
             return Ok(ranked.iter().map(|r| (*r, 0.0)).collect());
         }
         let ids: Vec<i64> = ranked[..window].iter().map(|r| r.id).collect();

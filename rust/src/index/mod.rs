@@ -162,6 +162,11 @@ impl SearchIndex {
         self.dense.read().search(req, vector, k)
     }
 
+    /// The unit vector held for `id`.
+    pub fn vector(&self, id: i64) -> Option<Vec<f32>> {
+        self.dense.read().vector(id).map(<[f32]>::to_vec)
+    }
+
     /// The unit vectors held for `ids` (entries without one are left out).
     pub fn vectors(&self, ids: &[i64]) -> HashMap<i64, Vec<f32>> {
         let dense = self.dense.read();

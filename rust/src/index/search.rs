@@ -94,6 +94,7 @@ impl SearchIndex {
         // Relevance = sum over fields of weight * BM25 of the field, each field
         // with its own statistics; `search_tail` mirrors this.
         let weights = req.weights();
+        let filters = self.filters(req);
         let mut text: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for (field, weight) in self.scored_fields().into_iter().zip(weights) {
             if weight <= 0.0 {
@@ -104,14 +105,28 @@ impl SearchIndex {
                 let q: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
                 let boost = weight * term_weight;
                 let q = if boost == 1.0 { q } else { Box::new(BoostQuery::new(q, boost)) };
-                text.push((Occur::Should, q));
+                if filters.is_empty() {
+                    text.push((Occur::Should, q));
+                } else {
+                    // Each term intersected with the filters, then the union: every
+                    // intersection is driven by its shorter posting list, where
+                    // filtering one union of all terms would walk a common word's
+                    // whole posting list for a small scope.
+                    let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+                        filters.iter().map(|f| (Occur::Must, f.box_clone())).collect();
+                    clauses.push((Occur::Must, q));
+                    text.push((Occur::Should, Box::new(BooleanQuery::new(clauses))));
+                }
             }
         }
-        let text: Box<dyn Query> = Box::new(BooleanQuery::new(text));
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        let mut filter = |q: Box<dyn Query>| {
-            clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0))));
-        };
+        // Unfiltered, the disjunction alone lets tantivy prune with block-max WAND.
+        Box::new(BooleanQuery::new(text))
+    }
+
+    /// The request's filters as zero-scoring queries, all of which must match.
+    fn filters(&self, req: &SearchRequest) -> Vec<Box<dyn Query>> {
+        let mut out: Vec<Box<dyn Query>> = Vec::new();
+        let mut filter = |q: Box<dyn Query>| out.push(Box::new(ConstScoreQuery::new(q, 0.0)));
         if let Some(scopes) = &req.scopes {
             let mut keys: Vec<Term> =
                 scopes.iter().map(|s| Term::from_field_text(self.fields.scope, s)).collect();
@@ -143,12 +158,7 @@ impl SearchIndex {
             };
             filter(Box::new(RangeQuery::new(bound(req.since, true), bound(req.until, false))));
         }
-        if clauses.is_empty() {
-            // Unfiltered, the disjunction alone lets tantivy prune with block-max WAND.
-            return text;
-        }
-        clauses.push((Occur::Must, text));
-        Box::new(BooleanQuery::new(clauses))
+        out
     }
 }
 

@@ -42,18 +42,76 @@ pub fn mmr(
     out
 }
 
+/// Refuses items too similar to one already accepted: cosine of unit vectors
+/// where both have one, the Jaccard similarity of their word sets otherwise.
+pub struct Duplicates {
+    threshold: f32,
+    kept: Vec<(Option<Vec<f32>>, Vec<u64>, u64)>,
+}
+
+impl Duplicates {
+    /// `threshold` above 1 accepts everything.
+    pub fn new(threshold: f32) -> Self {
+        Self { threshold, kept: Vec::new() }
+    }
+
+    pub fn active(&self) -> bool {
+        self.threshold <= 1.0
+    }
+
+    /// Whether an item with this (unit) vector and text is new enough;
+    /// remembers it if so.
+    pub fn admit(&mut self, vector: impl FnOnce() -> Option<Vec<f32>>, text: &str) -> bool {
+        if !self.active() {
+            return true;
+        }
+        let vector = vector();
+        let words = word_set(text);
+        let mask = signature(&words);
+        let duplicate = self.kept.iter().any(|(v, w, m)| match (v, &vector) {
+            (Some(a), Some(b)) => crate::index::dense::dot(a, b) >= self.threshold,
+            // Each bit that differs between the signatures stands for at least
+            // one word in only one set: too many, and the sets cannot be close.
+            _ => {
+                let differ = (m ^ mask).count_ones() as f32;
+                differ <= (1.0 - self.threshold) * (w.len() + words.len()) as f32
+                    && jaccard(w, &words) >= self.threshold
+            }
+        });
+        if !duplicate {
+            self.kept.push((vector, words, mask));
+        }
+        !duplicate
+    }
+}
+
 /// The distinct words of `text` (alphanumeric runs, lowercased), as sorted
 /// 64-bit hashes: cheap to build and to compare, with no allocation per word.
 pub fn word_set(text: &str) -> Vec<u64> {
     let mut words: Vec<u64> = Vec::new();
     let mut hash: u64 = FNV_OFFSET;
     let mut in_word = false;
-    for c in text.chars().flat_map(char::to_lowercase) {
-        if c.is_alphanumeric() {
-            let mut buf = [0u8; 4];
-            for b in c.encode_utf8(&mut buf).bytes() {
-                hash = (hash ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+    let mut add = |hash: &mut u64, byte: u8| *hash = (*hash ^ u64::from(byte)).wrapping_mul(FNV_PRIME);
+    for c in text.chars() {
+        let alnum = if c.is_ascii() {
+            let b = c as u8;
+            let word = b.is_ascii_alphanumeric();
+            if word {
+                add(&mut hash, b.to_ascii_lowercase());
             }
+            word
+        } else if c.is_alphanumeric() {
+            for lower in c.to_lowercase() {
+                let mut buf = [0u8; 4];
+                for b in lower.encode_utf8(&mut buf).bytes() {
+                    add(&mut hash, b);
+                }
+            }
+            true
+        } else {
+            false
+        };
+        if alnum {
             in_word = true;
         } else if in_word {
             words.push(hash);
@@ -67,6 +125,11 @@ pub fn word_set(text: &str) -> Vec<u64> {
     words.sort_unstable();
     words.dedup();
     words
+}
+
+/// A 64-bit signature of a word set: bit `h % 64` for each hash `h`.
+fn signature(words: &[u64]) -> u64 {
+    words.iter().fold(0, |mask, h| mask | (1 << (h % 64)))
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -127,6 +190,17 @@ mod tests {
         let r = ranked(&[3.0, 2.0, 1.0, 0.5]);
         let out = mmr(&r, |_, _| 0.0, 0.7, 0.9, 2);
         assert_eq!(out.iter().map(|(r, _)| r.id).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn duplicates_compare_vectors_where_both_have_one_and_words_otherwise() {
+        let mut d = Duplicates::new(0.9);
+        assert!(d.admit(|| Some(vec![1.0, 0.0]), "alpha"));
+        assert!(!d.admit(|| Some(vec![0.99, 0.141]), "beta"), "cosine 0.99");
+        assert!(d.admit(|| Some(vec![0.0, 1.0]), "alpha"), "same words, orthogonal vectors");
+        assert!(!d.admit(|| None, "Alpha!"), "no vector: the words match");
+        let mut off = Duplicates::new(1.5);
+        assert!(off.admit(|| None, "x") && off.admit(|| None, "x"));
     }
 
     #[test]

@@ -5,4 +5,4 @@ mod fuse;
 mod mmr;
 
 pub use fuse::{fuse, Ranked};
-pub use mmr::{jaccard, mmr, word_set};
+pub use mmr::{jaccard, mmr, word_set, Duplicates};
