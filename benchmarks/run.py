@@ -136,14 +136,12 @@ def run_system(
 
 
 def contextforge_build() -> str | None:
-    """ "release" or "dev" for the installed extension (a dev build keeps line tables), or None."""
-    spec = find_spec("contextforge")
-    if spec is None or not spec.submodule_search_locations:
+    """ "release" or "dev" for the installed extension (the profile it was built with), or None."""
+    try:
+        from contextforge import _core
+    except ImportError:
         return None
-    for folder in spec.submodule_search_locations:
-        for library in Path(folder).glob("_core*.so"):
-            return "dev (has debug info)" if b".debug_line" in library.read_bytes() else "release"
-    return None
+    return str(getattr(_core, "__build__", "unknown"))
 
 
 def metadata(args: argparse.Namespace, names: list[str]) -> dict[str, Any]:
@@ -191,7 +189,7 @@ def main(argv: list[str]) -> int:
         failure = crate_harness.build()
         if failure:
             print(f"  harness build failed; the crate will be skipped:\n{failure}", flush=True)
-    if "contextforge" in names and contextforge_build() == "dev (has debug info)":
+    if "contextforge" in names and contextforge_build() == "dev":
         print(
             "warning: contextforge is a dev build; build it with `maturin develop --release` "
             "for numbers that mean something",

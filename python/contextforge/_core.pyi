@@ -1,5 +1,6 @@
 """The compiled engine. Use the ``contextforge`` package rather than this module."""
 
+import os
 from collections.abc import Awaitable
 from datetime import datetime
 from typing import Any, final
@@ -7,9 +8,12 @@ from typing import Any, final
 import numpy
 import numpy.typing as npt
 
-__all__ = ["Engine", "default_config", "Hit", "Context", "_shutdown", "__version__"]
+__all__ = [
+    "Context", "Embedder", "Engine", "Hit", "_shutdown", "__build__", "__version__", "default_config",
+]
 
 __version__: str
+__build__: str
 
 @final
 class Hit:
@@ -201,8 +205,6 @@ def default_config() -> dict[str, Any]:
 def _shutdown() -> None:
     """Registered with atexit: waits for in-flight results to be delivered."""
 
-# The embedder's stub (numpy and npt are imported at the top).
-import os
 
 @final
 class Embedder:
@@ -219,4 +221,3 @@ class Embedder:
         """Mean-pooled, L2-normalised vectors, shape ``(len(texts), dim)``; the GIL
         is released while the model runs."""
 
-__all__ += ["Embedder"]

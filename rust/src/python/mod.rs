@@ -29,6 +29,8 @@ mod _core {
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        // Benchmarks report which profile they measured.
+        m.add("__build__", if cfg!(debug_assertions) { "dev" } else { "release" })?;
         let shutdown = m.getattr("_shutdown")?;
         m.py().import("atexit")?.call_method1("register", (shutdown,))?;
         Ok(())
