@@ -59,10 +59,15 @@ fn a_missing_or_garbage_index_is_rebuilt() {
     assert_eq!(query(&engine, "signing keys", Some("ops")), vec![id]);
 }
 
+fn keep_duplicates(config: Config) -> Config {
+    Config { mmr: _core::config::Mmr { duplicate_similarity: 1.5, ..config.mmr }, ..config }
+}
+
 #[test]
 fn scopes_are_isolated_in_tail_and_index() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(file_config(&dir)).unwrap();
+    // The three entries are identical: keep near duplicates to see all of them.
+    let engine = Engine::open(keep_duplicates(file_config(&dir))).unwrap();
     let a = engine.save(NewEntry::new("alpha secret plan").scope("a")).unwrap();
     let b = engine.save(NewEntry::new("alpha secret plan").scope("b")).unwrap();
     let g = engine.save(NewEntry::new("alpha secret plan")).unwrap();
@@ -107,7 +112,7 @@ fn scores_agree_before_and_after_a_commit() {
 
 #[test]
 fn recency_breaks_ties_but_does_not_bury_strong_old_matches() {
-    let engine = Engine::open(Config::default()).unwrap();
+    let engine = Engine::open(keep_duplicates(Config::default())).unwrap();
     let twin = |at| NewEntry { dedupe: false, ..NewEntry::new("postgres migration plan").at(at) };
     let old = engine.save(twin(NOW - 300 * DAY)).unwrap();
     let new = engine.save(twin(NOW - DAY)).unwrap();

@@ -4,6 +4,7 @@
 //! last change they include, so on open it applies only what it missed, and a
 //! missing or unreadable index is rebuilt from the database.
 
+mod collect;
 pub mod dense;
 mod flusher;
 pub mod schema;

@@ -3,16 +3,14 @@
 
 use std::collections::HashMap;
 use std::ops::Bound;
-use std::sync::Arc;
 
-use tantivy::collector::TopDocs;
 use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery,
 };
 use tantivy::schema::IndexRecordOption;
-use tantivy::columnar::ColumnValues;
-use tantivy::{Searcher, SegmentReader, Term};
+use tantivy::{Searcher, Term};
 
+use super::collect::BoostedTopK;
 use super::stats::CombinedStats;
 use super::tail::{bm25, idf, recency_boost, Tail, CONTEXT, DATE, SCORED_FIELDS, TEXT};
 use super::{schema, SearchIndex};
@@ -264,12 +262,8 @@ fn search_tail(
         .collect()
 }
 
-/// Ranks the committed index: BM25 top-k with tantivy's pruning, then recency.
-///
-/// The recency multiplier is at most `1 + weight`, so a document outside the
-/// BM25 top `limit` (score at most `floor`) can reach at most
-/// `floor * (1 + weight)`. When the `depth`-th boosted score is at least that,
-/// the ranking is exact; otherwise the window grows and the search repeats.
+/// Ranks the committed index: the exact top `depth` by BM25 times recency, in
+/// one pass with tantivy's pruning (see `collect::BoostedTopK`).
 fn committed(
     searcher: &Searcher,
     query: &dyn Query,
@@ -277,60 +271,12 @@ fn committed(
     req: &SearchRequest,
     tombstones: &HashMap<i64, i64>,
 ) -> Result<Vec<Candidate>> {
-    let max_boost = 1.0 + req.recency_weight.max(0.0);
-    let mut limit = (req.depth * 2).max(32);
-    loop {
-        let collector = TopDocs::with_limit(limit).order_by_score();
-        let top = searcher.search_with_statistics_provider(query, &collector, stats)?;
-        let exhausted = top.len() < limit;
-        let floor = top.last().map_or(0.0, |(score, _)| *score);
-        let mut columns: HashMap<u32, Columns> = HashMap::new();
-        let mut out = Vec::with_capacity(top.len());
-        for (relevance, address) in top {
-            let cols = match columns.entry(address.segment_ord) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(Columns::open(searcher.segment_reader(address.segment_ord))?)
-                }
-            };
-            let doc = address.doc_id;
-            let id = cols.id.get_val(doc);
-            if tombstones.contains_key(&id) || cols.expires.get_val(doc) <= req.now {
-                continue;
-            }
-            let recency = recency_boost(cols.ts.get_val(doc), req.now, req.recency_weight, req.half_life_us);
-            let tokens = u32::try_from(cols.tokens.get_val(doc)).unwrap_or(u32::MAX);
-            out.push(Candidate { id, score: relevance * recency, tokens, recency });
-        }
-        out.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
-        let exact = out.len() >= req.depth && out[req.depth - 1].score >= floor * max_boost;
-        if exhausted || exact || limit >= MAX_WINDOW {
-            out.truncate(req.depth);
-            return Ok(out);
-        }
-        limit = (limit * 4).min(MAX_WINDOW);
-    }
-}
-
-/// The largest BM25 window a query widens to before accepting the ranking.
-const MAX_WINDOW: usize = 100_000;
-
-/// A segment's fast-field columns.
-struct Columns {
-    id: Arc<dyn ColumnValues<i64>>,
-    ts: Arc<dyn ColumnValues<i64>>,
-    tokens: Arc<dyn ColumnValues<u64>>,
-    expires: Arc<dyn ColumnValues<i64>>,
-}
-
-impl Columns {
-    fn open(segment: &SegmentReader) -> Result<Self> {
-        let fast = segment.fast_fields();
-        Ok(Self {
-            id: fast.i64("id")?.first_or_default_col(0),
-            ts: fast.i64("ts")?.first_or_default_col(0),
-            tokens: fast.u64("tokens")?.first_or_default_col(0),
-            expires: fast.i64("expires")?.first_or_default_col(i64::MAX),
-        })
-    }
+    let collector = BoostedTopK {
+        k: req.depth,
+        now: req.now,
+        recency_weight: req.recency_weight,
+        half_life_us: req.half_life_us,
+        tombstones,
+    };
+    Ok(searcher.search_with_statistics_provider(query, &collector, stats)?)
 }

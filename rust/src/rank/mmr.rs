@@ -91,7 +91,7 @@ pub fn word_set(text: &str) -> Vec<u64> {
     let mut words: Vec<u64> = Vec::new();
     let mut hash: u64 = FNV_OFFSET;
     let mut in_word = false;
-    let mut add = |hash: &mut u64, byte: u8| *hash = (*hash ^ u64::from(byte)).wrapping_mul(FNV_PRIME);
+    let add = |hash: &mut u64, byte: u8| *hash = (*hash ^ u64::from(byte)).wrapping_mul(FNV_PRIME);
     for c in text.chars() {
         let alnum = if c.is_ascii() {
             let b = c as u8;

@@ -1,0 +1,173 @@
+//! A tantivy collector for the top `k` documents by BM25 times recency.
+//!
+//! The recency multiplier is at most `1 + weight`, so once `k` documents are
+//! held, one whose BM25 score is at most the k-th boosted score divided by
+//! that bound cannot enter: that is the pruning threshold handed to tantivy
+//! (block-max WAND for a plain disjunction). One pass, and exact.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+
+use tantivy::collector::{Collector, SegmentCollector};
+use tantivy::columnar::ColumnValues;
+use tantivy::query::Weight;
+use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader};
+
+use super::search::Candidate;
+use super::tail::recency_boost;
+use crate::entry::Micros;
+
+pub struct BoostedTopK<'a> {
+    pub k: usize,
+    pub now: Micros,
+    pub recency_weight: f32,
+    pub half_life_us: f64,
+    /// Committed documents the tail has replaced or deleted.
+    pub tombstones: &'a HashMap<i64, i64>,
+}
+
+impl BoostedTopK<'_> {
+    fn max_boost(&self) -> f32 {
+        1.0 + self.recency_weight.max(0.0)
+    }
+}
+
+/// A candidate ordered by score, then id (as the final ranking breaks ties).
+struct Ranked(Candidate);
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Ranked {}
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.score.total_cmp(&other.0.score).then(self.0.id.cmp(&other.0.id))
+    }
+}
+
+pub struct SegmentTopK {
+    k: usize,
+    now: Micros,
+    recency_weight: f32,
+    half_life_us: f64,
+    max_boost: f32,
+    tombstones: HashMap<i64, i64>,
+    columns: Columns,
+    /// The best `k` so far, worst on top.
+    heap: BinaryHeap<Reverse<Ranked>>,
+}
+
+impl SegmentTopK {
+    /// Offers a document; returns the BM25 score a later one must beat.
+    fn offer(&mut self, doc: DocId, relevance: Score) -> Score {
+        let cols = &self.columns;
+        let id = cols.id.get_val(doc);
+        if !self.tombstones.contains_key(&id) && cols.expires.get_val(doc) > self.now {
+            let recency =
+                recency_boost(cols.ts.get_val(doc), self.now, self.recency_weight, self.half_life_us);
+            let tokens = u32::try_from(cols.tokens.get_val(doc)).unwrap_or(u32::MAX);
+            let candidate = Ranked(Candidate { id, score: relevance * recency, tokens, recency });
+            if self.heap.len() < self.k {
+                self.heap.push(Reverse(candidate));
+            } else if self.heap.peek().is_some_and(|Reverse(worst)| candidate > *worst) {
+                self.heap.pop();
+                self.heap.push(Reverse(candidate));
+            }
+        }
+        self.threshold()
+    }
+
+    fn threshold(&self) -> Score {
+        match self.heap.peek() {
+            Some(Reverse(worst)) if self.heap.len() >= self.k => worst.0.score / self.max_boost,
+            _ => Score::MIN,
+        }
+    }
+}
+
+impl SegmentCollector for SegmentTopK {
+    type Fruit = Vec<Candidate>;
+
+    fn collect(&mut self, doc: DocId, score: Score) {
+        self.offer(doc, score);
+    }
+
+    fn harvest(self) -> Vec<Candidate> {
+        self.heap.into_iter().map(|Reverse(r)| r.0).collect()
+    }
+}
+
+impl Collector for BoostedTopK<'_> {
+    type Fruit = Vec<Candidate>;
+    type Child = SegmentTopK;
+
+    fn for_segment(&self, _: SegmentOrdinal, segment: &SegmentReader) -> tantivy::Result<SegmentTopK> {
+        Ok(SegmentTopK {
+            k: self.k.max(1),
+            now: self.now,
+            recency_weight: self.recency_weight,
+            half_life_us: self.half_life_us,
+            max_boost: self.max_boost(),
+            tombstones: self.tombstones.clone(),
+            columns: Columns::open(segment)?,
+            heap: BinaryHeap::with_capacity(self.k.max(1) + 1),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        true
+    }
+
+    fn merge_fruits(&self, fruits: Vec<Vec<Candidate>>) -> tantivy::Result<Vec<Candidate>> {
+        let mut all: Vec<Candidate> = fruits.into_iter().flatten().collect();
+        all.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
+        all.truncate(self.k);
+        Ok(all)
+    }
+
+    fn collect_segment(
+        &self,
+        weight: &dyn Weight,
+        segment_ord: u32,
+        reader: &SegmentReader,
+    ) -> tantivy::Result<Vec<Candidate>> {
+        let mut child = self.for_segment(segment_ord, reader)?;
+        let alive = reader.alive_bitset();
+        weight.for_each_pruning(Score::MIN, reader, &mut |doc, score| {
+            if alive.is_some_and(|a| a.is_deleted(doc)) {
+                child.threshold()
+            } else {
+                child.offer(doc, score)
+            }
+        })?;
+        Ok(child.harvest())
+    }
+}
+
+/// A segment's fast-field columns.
+struct Columns {
+    id: Arc<dyn ColumnValues<i64>>,
+    ts: Arc<dyn ColumnValues<i64>>,
+    tokens: Arc<dyn ColumnValues<u64>>,
+    expires: Arc<dyn ColumnValues<i64>>,
+}
+
+impl Columns {
+    fn open(segment: &SegmentReader) -> tantivy::Result<Self> {
+        let fast = segment.fast_fields();
+        Ok(Self {
+            id: fast.i64("id")?.first_or_default_col(0),
+            ts: fast.i64("ts")?.first_or_default_col(0),
+            tokens: fast.u64("tokens")?.first_or_default_col(0),
+            expires: fast.i64("expires")?.first_or_default_col(i64::MAX),
+        })
+    }
+}
