@@ -1,19 +1,34 @@
 //! The one place engine work leaves the event loop and the GIL.
 //!
-//! A method creates an asyncio future on the running loop, runs the engine
-//! closure on the runtime's blocking pool (libSQL's local calls block) without
-//! the GIL, and settles the future through `call_soon_threadsafe`. A panic
-//! becomes an `InternalError` instead of crossing into Python.
+//! A method creates an asyncio future on the running loop and runs the engine
+//! closure on the runtime's blocking pool, without the GIL. The finished result
+//! goes into the loop's inbox, a queue beside a pipe whose read end the loop
+//! watches (`add_reader`); the worker writes one byte and never takes the GIL.
+//! On the loop's thread the inbox is drained: results become Python objects
+//! and settle their futures. A panic becomes an `InternalError` instead of
+//! crossing into Python.
+//!
+//! A worker that took the GIL to hand over its result would wait for the loop's
+//! thread to release it (up to the interpreter's switch interval when that
+//! thread runs Python code), and the hand-over through `call_soon_threadsafe`
+//! costs a Python call per result. A loop that cannot watch a file descriptor
+//! (Windows' proactor) falls back to `call_soon_threadsafe`.
 //!
 //! Why not pyo3-async-runtimes: its completion path can still hold a thread state
 //! when the interpreter starts finalising right after `asyncio.run` returns, which
-//! aborts the process ("PyGILState_Release ... finalizing"). Here every attach is
-//! counted, and an `atexit` hook waits for the count to drain and bars new ones.
+//! aborts the process ("PyGILState_Release ... finalizing"). Here workers never
+//! attach, except on the fallback path, where every attach is counted and an
+//! `atexit` hook waits for the count to drain and bars new ones.
 
+use std::collections::HashMap;
+use std::io::{PipeReader, PipeWriter, Read, Write};
+use std::os::fd::AsRawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::IntoPyObjectExt;
@@ -36,6 +51,19 @@ fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     })
 }
 
+/// A finished call: turns its result into Python on the loop's thread.
+type Outcome = Box<dyn FnOnce(Python<'_>) -> (bool, Py<PyAny>) + Send>;
+
+fn outcome<T>(result: Result<T>) -> Outcome
+where
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    Box::new(move |py| match result.map_err(to_py).and_then(|v| v.into_py_any(py)) {
+        Ok(value) => (true, value),
+        Err(err) => (false, err.into_value(py).into_any()),
+    })
+}
+
 /// Runs `f` on the blocking pool and returns an awaitable of its result.
 pub fn awaitable<'py, T, F>(py: Python<'py>, f: F) -> PyResult<Bound<'py, PyAny>>
 where
@@ -48,27 +76,121 @@ where
     })?;
     let event_loop = get_loop.bind(py).call0()?;
     let future = event_loop.call_method0("create_future")?;
-    let (event_loop, target) = (event_loop.unbind(), future.clone().unbind());
-    runtime().spawn_blocking(move || settle_from_worker(event_loop, target, guarded(f)));
+    let target = future.clone().unbind();
+    match inbox(&event_loop) {
+        Some(inbox) => {
+            runtime().spawn_blocking(move || inbox.deliver(target, outcome(guarded(f))));
+        }
+        None => {
+            let event_loop = event_loop.unbind();
+            runtime().spawn_blocking(move || settle_from_worker(event_loop, target, outcome(guarded(f))));
+        }
+    }
     Ok(future)
 }
 
-fn settle_from_worker<T>(event_loop: Py<PyAny>, future: Py<PyAny>, result: Result<T>)
-where
-    T: for<'a> IntoPyObject<'a>,
-{
+/// Results waiting for one event loop, and the pipe that wakes it.
+struct Inbox {
+    queue: Mutex<Vec<(Py<PyAny>, Outcome)>>,
+    /// Set while a wake-up byte is in the pipe, so there is at most one.
+    signalled: AtomicBool,
+    writer: Mutex<PipeWriter>,
+    reader: Mutex<PipeReader>,
+}
+
+impl Inbox {
+    /// From a worker, without the GIL.
+    fn deliver(&self, future: Py<PyAny>, outcome: Outcome) {
+        self.queue.lock().push((future, outcome));
+        if !self.signalled.swap(true, Ordering::AcqRel) {
+            // One byte into an empty pipe never blocks. Failing means the loop
+            // and its pipe are gone: nobody waits for this result.
+            let _ = self.writer.lock().write_all(&[1]);
+        }
+    }
+
+    /// On the loop's thread, when the pipe is readable: settles every result.
+    fn drain(&self, py: Python<'_>) {
+        let mut byte = [0u8; 8];
+        let _ = self.reader.lock().read(&mut byte);
+        // Cleared before taking the queue: a result queued after this takes a
+        // new wake-up, so none is left behind.
+        self.signalled.store(false, Ordering::Release);
+        let ready = std::mem::take(&mut *self.queue.lock());
+        for (future, outcome) in ready {
+            let (ok, value) = outcome(py);
+            if let Err(err) = settle(future.bind(py), ok, value.into_bound(py)) {
+                err.write_unraisable(py, None);
+            }
+        }
+    }
+}
+
+/// The loop's watcher: called by asyncio when the inbox's pipe is readable.
+#[pyclass(frozen)]
+struct Drain {
+    inbox: Arc<Inbox>,
+}
+
+#[pymethods]
+impl Drain {
+    fn __call__(&self, py: Python<'_>) {
+        self.inbox.drain(py);
+    }
+}
+
+/// Inboxes by event loop (its address); an entry is dropped, closing its pipe,
+/// when the loop is garbage-collected.
+static INBOXES: Mutex<Option<HashMap<usize, Arc<Inbox>>>> = Mutex::new(None);
+
+/// The inbox of `event_loop`, set up on first use; `None` when the loop cannot
+/// watch a pipe.
+fn inbox(event_loop: &Bound<'_, PyAny>) -> Option<Arc<Inbox>> {
+    let key = event_loop.as_ptr() as usize;
+    if let Some(inbox) = INBOXES.lock().get_or_insert_with(HashMap::new).get(&key) {
+        return Some(Arc::clone(inbox));
+    }
+    let (reader, writer) = std::io::pipe().ok()?;
+    let fd = reader.as_raw_fd();
+    let inbox = Arc::new(Inbox {
+        queue: Mutex::new(Vec::new()),
+        signalled: AtomicBool::new(false),
+        writer: Mutex::new(writer),
+        reader: Mutex::new(reader),
+    });
+    let py = event_loop.py();
+    let drain = Py::new(py, Drain { inbox: Arc::clone(&inbox) }).ok()?;
+    if event_loop.call_method1("add_reader", (fd, drain)).is_err() {
+        return None;
+    }
+    let forget = wrap_pyfunction!(forget_loop, py).ok()?;
+    let finalize = py.import("weakref").and_then(|w| w.getattr("finalize"));
+    if let Err(err) = finalize.and_then(|f| f.call1((event_loop, forget, key))) {
+        // Without a finaliser the pipe outlives the loop: a small leak, not a fault.
+        log::debug!("no finaliser for the event loop's inbox: {err}");
+    }
+    INBOXES.lock().get_or_insert_with(HashMap::new).insert(key, Arc::clone(&inbox));
+    Some(inbox)
+}
+
+/// Runs when an event loop is garbage-collected: drops its inbox and pipe.
+#[pyfunction]
+fn forget_loop(key: usize) {
+    let inbox = INBOXES.lock().as_mut().and_then(|m| m.remove(&key));
+    drop(inbox);
+}
+
+/// The fallback: settles through `call_soon_threadsafe`, attached to Python.
+fn settle_from_worker(event_loop: Py<PyAny>, future: Py<PyAny>, outcome: Outcome) {
     ATTACHED.fetch_add(1, Ordering::SeqCst);
     if SHUTTING_DOWN.load(Ordering::SeqCst) {
         // The interpreter is going away and nobody awaits this any more.
-        std::mem::forget((event_loop, future));
+        std::mem::forget((event_loop, future, outcome));
     } else {
         Python::attach(|py| {
-            let (ok, value) = match result.map_err(to_py).and_then(|v| v.into_py_any(py)) {
-                Ok(value) => (true, value),
-                Err(err) => (false, err.into_value(py).into_any()),
-            };
+            let (ok, value) = outcome(py);
             let settle = SETTLE.get_or_try_init(py, || {
-                wrap_pyfunction!(settle, py).map(|f| f.into_any().unbind())
+                wrap_pyfunction!(settle_future, py).map(|f| f.into_any().unbind())
             });
             if let Ok(settle) = settle {
                 // Fails only when the loop is closed: then nobody is waiting.
@@ -83,8 +205,12 @@ where
 
 static SETTLE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// Runs on the event loop: completes the future unless it was cancelled.
 #[pyfunction]
+fn settle_future(future: &Bound<'_, PyAny>, ok: bool, value: Bound<'_, PyAny>) -> PyResult<()> {
+    settle(future, ok, value)
+}
+
+/// Completes the future unless it was cancelled.
 fn settle(future: &Bound<'_, PyAny>, ok: bool, value: Bound<'_, PyAny>) -> PyResult<()> {
     if future.call_method0("done")?.is_truthy()? {
         return Ok(());
@@ -97,8 +223,8 @@ fn settle(future: &Bound<'_, PyAny>, ok: bool, value: Bound<'_, PyAny>) -> PyRes
     Ok(())
 }
 
-/// Registered with `atexit`: bars workers from attaching to a finalising
-/// interpreter and waits for those already attached.
+/// Registered with `atexit`: bars fallback workers from attaching to a
+/// finalising interpreter and waits for those already attached.
 #[pyfunction]
 pub fn _shutdown(py: Python<'_>) {
     SHUTTING_DOWN.store(true, Ordering::SeqCst);
