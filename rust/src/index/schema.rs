@@ -127,6 +127,17 @@ pub fn date_text(ts: crate::entry::Micros) -> String {
     format!("{day} {} {year}", MONTHS[(month - 1) as usize])
 }
 
+/// Whether an analysed query term can occur in a date's words (`date_text`): a
+/// number or a month name. Other terms are not looked up in the date field.
+pub fn is_date_term(term: &str) -> bool {
+    static MONTH_TERMS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let months = MONTH_TERMS.get_or_init(|| {
+        let mut analyzer = analyzer();
+        MONTHS.iter().flat_map(|m| terms(&mut analyzer, m)).collect()
+    });
+    (!term.is_empty() && term.bytes().all(|b| b.is_ascii_digit())) || months.iter().any(|m| m == term)
+}
+
 pub fn register(index: &Index) {
     index.tokenizers().register(ANALYZER, analyzer());
 }
@@ -202,5 +213,20 @@ mod tests {
         for w in QUERY_STOPWORDS {
             assert_eq!(terms(&mut words, w), vec![(*w).to_owned()]);
         }
+    }
+
+    #[test]
+    fn only_numbers_and_month_names_are_looked_up_in_dates() {
+        let mut analyzer = analyzer();
+        for word in ["may", "June", "january", "2023", "8", "december"] {
+            let term = terms(&mut analyzer, word).remove(0);
+            assert!(is_date_term(&term), "{word} -> {term}");
+        }
+        for word in ["deploy", "mayor", "w123", "today"] {
+            let term = terms(&mut analyzer, word).remove(0);
+            assert!(!is_date_term(&term), "{word} -> {term}");
+        }
+        let date = date_text(1_683_504_000_000_000); // 2023-05-08
+        assert!(terms(&mut analyzer, &date).iter().all(|t| is_date_term(t)), "{date}");
     }
 }

@@ -94,11 +94,11 @@ impl SearchIndex {
         let weights = req.weights();
         let filters = self.filters(req);
         let mut text: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for (field, weight) in self.scored_fields().into_iter().zip(weights) {
+        for (slot, (field, weight)) in self.scored_fields().into_iter().zip(weights).enumerate() {
             if weight <= 0.0 {
                 continue;
             }
-            for (t, term_weight) in terms {
+            for (t, term_weight) in terms.iter().filter(|(t, _)| slot != DATE || schema::is_date_term(t)) {
                 let term = Term::from_field_text(field, t);
                 let q: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
                 let boost = weight * term_weight;
@@ -224,6 +224,7 @@ fn search_tail(
             let field = fields[slot];
             let idfs = terms
                 .iter()
+                .filter(|(t, _)| slot != DATE || schema::is_date_term(t))
                 .map(|(t, term_weight)| {
                     let df = tantivy::query::Bm25StatisticsProvider::doc_freq(
                         stats,
