@@ -50,29 +50,7 @@ impl Engine {
             }
         }
         let now = now_micros();
-        let prepared: Vec<PreparedEntry> = entries
-            .into_iter()
-            .map(|mut e| {
-                e.content = self.clean(e.content);
-                e.metadata = self.clean_metadata(e.metadata);
-                let dedup_key = e.dedupe.then(|| {
-                    let normalized = normalize(&e.content);
-                    (content_key(&normalized), normalized)
-                });
-                PreparedEntry {
-                    tokens: self.tokens.count(&e.content),
-                    timestamp: e.timestamp.unwrap_or(now),
-                    content: e.content,
-                    kind: e.kind,
-                    scope: e.scope,
-                    session_id: e.session_id,
-                    metadata: e.metadata,
-                    expires_at: e.expires_at,
-                    dedup_key,
-                    embedding: e.embedding,
-                }
-            })
-            .collect();
+        let prepared = parallel_map(entries, |e| self.prepare(e, now));
         let (written, evicted) = self.store.insert(&prepared, self.retention().as_ref())?;
         let mut changes: Vec<Change> = written
             .iter()
@@ -137,6 +115,28 @@ impl Engine {
             Change { seq, entry_id: id, op: ChangeOp::Update, entry: Some(entry.clone()), vector };
         self.publish(vec![change])?;
         Ok(entry)
+    }
+
+    /// Scrubs, counts and keys one validated entry.
+    fn prepare(&self, mut e: NewEntry, now: crate::entry::Micros) -> PreparedEntry {
+        e.content = self.clean(e.content);
+        e.metadata = self.clean_metadata(e.metadata);
+        let dedup_key = e.dedupe.then(|| {
+            let normalized = normalize(&e.content);
+            (content_key(&normalized), normalized)
+        });
+        PreparedEntry {
+            tokens: self.tokens.count(&e.content),
+            timestamp: e.timestamp.unwrap_or(now),
+            content: e.content,
+            kind: e.kind,
+            scope: e.scope,
+            session_id: e.session_id,
+            metadata: e.metadata,
+            expires_at: e.expires_at,
+            dedup_key,
+            embedding: e.embedding,
+        }
     }
 
     /// Content as `save` would store it: secrets (and, when configured,
@@ -209,6 +209,39 @@ impl Engine {
         self.publish(deletions(deleted))?;
         Ok(n)
     }
+}
+
+/// Batches at least this large are prepared on every core.
+const PARALLEL_BATCH: usize = 256;
+
+/// `f` over `items` in order; a large batch is split across the available cores
+/// (scrubbing and token counting are the CPU-bound part of a bulk save).
+fn parallel_map<T: Send, U: Send>(items: Vec<T>, f: impl Fn(T) -> U + Sync) -> Vec<U> {
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if items.len() < PARALLEL_BATCH || threads < 2 {
+        return items.into_iter().map(f).collect();
+    }
+    let per = items.len().div_ceil(threads);
+    let mut chunks: Vec<Vec<T>> = Vec::with_capacity(threads);
+    let mut rest = items.into_iter();
+    loop {
+        let chunk: Vec<T> = rest.by_ref().take(per).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        chunks.push(chunk);
+    }
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| scope.spawn(move || chunk.into_iter().map(f).collect::<Vec<U>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    })
 }
 
 fn deletions(deleted: Vec<(i64, i64)>) -> Vec<Change> {
