@@ -5,17 +5,30 @@ use std::sync::Arc;
 use crate::config::TokenizerSpec;
 use crate::error::{Error, Result};
 
+type Vocabulary = fn() -> &'static tiktoken_rs::CoreBPE;
+
 #[derive(Clone)]
 pub enum TokenCounter {
-    Tiktoken(&'static tiktoken_rs::CoreBPE),
+    /// A built-in vocabulary, loaded once per process on first use.
+    Tiktoken(Vocabulary),
     HuggingFace(Arc<tokenizers::Tokenizer>),
 }
 
 impl TokenCounter {
+    /// A built-in vocabulary starts loading on a background thread (it takes
+    /// about 170 ms), so opening a store does not wait for it; the first count
+    /// does, if it comes sooner. A tokenizer file is read at once, so a bad one
+    /// fails here.
     pub fn load(spec: &TokenizerSpec) -> Result<Self> {
+        let builtin = |vocabulary: Vocabulary| {
+            std::thread::spawn(move || {
+                vocabulary();
+            });
+            Ok(Self::Tiktoken(vocabulary))
+        };
         match spec {
-            TokenizerSpec::O200k => Ok(Self::Tiktoken(tiktoken_rs::o200k_base_singleton())),
-            TokenizerSpec::Cl100k => Ok(Self::Tiktoken(tiktoken_rs::cl100k_base_singleton())),
+            TokenizerSpec::O200k => builtin(tiktoken_rs::o200k_base_singleton),
+            TokenizerSpec::Cl100k => builtin(tiktoken_rs::cl100k_base_singleton),
             TokenizerSpec::File(path) => {
                 let mut tokenizer = tokenizers::Tokenizer::from_file(path).map_err(|err| {
                     Error::invalid(format!("cannot load tokenizer {}: {err}", path.display()))
@@ -33,7 +46,10 @@ impl TokenCounter {
 
     pub fn count(&self, text: &str) -> u32 {
         let n = match self {
-            Self::Tiktoken(bpe) => pieces(text).map(|piece| bpe.encode_ordinary(piece).len()).sum(),
+            Self::Tiktoken(vocabulary) => {
+                let bpe = vocabulary();
+                pieces(text).map(|piece| bpe.encode_ordinary(piece).len()).sum()
+            }
             Self::HuggingFace(tokenizer) => tokenizer
                 .encode_fast(text, false)
                 .map(|encoding| encoding.len())

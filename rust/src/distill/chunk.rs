@@ -97,7 +97,7 @@ struct Measure<'a> {
 impl<'a> Measure<'a> {
     fn new(counter: &'a TokenCounter, max: u32) -> Self {
         let longest = match counter {
-            TokenCounter::Tiktoken(bpe) => longest_token(bpe),
+            TokenCounter::Tiktoken(vocabulary) => longest_token(vocabulary()),
             TokenCounter::HuggingFace(_) => None,
         };
         Measure {
@@ -437,7 +437,7 @@ mod tests {
         let TokenCounter::Tiktoken(bpe) = c else {
             unreachable!()
         };
-        assert_eq!(longest_token(bpe), Some(128));
+        assert_eq!(longest_token(bpe()), Some(128));
     }
 
     #[test]
