@@ -4,6 +4,8 @@
 //!
 //! Everything sits in `mod distill` so `cargo test distill` selects these tests too.
 
+mod common;
+
 mod distill {
     use _core::config::TokenizerSpec;
     use _core::distill::{
@@ -14,7 +16,6 @@ mod distill {
     use _core::Error;
     use proptest::prelude::*;
     use std::collections::{BTreeSet, HashMap};
-    use std::path::Path;
     use std::time::Instant;
 
     fn counter() -> TokenCounter {
@@ -589,11 +590,11 @@ mod distill {
 
     #[test]
     fn locomo_evidence_share() {
-        let path = Path::new("/work/shared/data/locomo-dev/26.json");
-        let Ok(raw) = std::fs::read_to_string(path) else {
-            eprintln!("skipped: {} is absent", path.display());
+        let Some(path) = crate::common::locomo_dir().map(|d| d.join("26.json")) else {
+            eprintln!("skipped: the LoCoMo dev set is absent");
             return;
         };
+        let raw = std::fs::read_to_string(&path).unwrap();
         let conv: serde_json::Value = serde_json::from_str(&raw).unwrap();
         let obj = conv.as_object().unwrap();
         // Sessions in order: (dia_ids, messages).

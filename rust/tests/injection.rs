@@ -4,11 +4,12 @@
 //!
 //! Everything sits in `mod injection` so `cargo test injection` selects these tests.
 
+mod common;
+
 mod injection {
     use _core::safety::{detect, strip_invisible, Risk};
     use proptest::prelude::*;
     use std::borrow::Cow;
-    use std::path::{Path, PathBuf};
     use std::time::Instant;
 
     /// Asserts that every sample is flagged with `risk`, listing all misses at once.
@@ -317,41 +318,10 @@ mod injection {
     // Real conversation
     // ---------------------------------------------------------------------------
 
-    /// Turns of the LoCoMo dev conversations; empty when the data is absent.
-    fn locomo_turns() -> Vec<String> {
-        let dir = Path::new("/work/shared/data/locomo-dev");
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-            .unwrap_or_default();
-        files.retain(|p| p.extension().is_some_and(|e| e == "json"));
-        files.sort();
-        let mut turns = Vec::new();
-        for file in files {
-            let Ok(text) = std::fs::read_to_string(&file) else {
-                continue;
-            };
-            let Ok(serde_json::Value::Object(conv)) = serde_json::from_str(&text) else {
-                continue;
-            };
-            for (key, value) in &conv {
-                let is_session = key
-                    .strip_prefix("session_")
-                    .is_some_and(|n| n.parse::<u32>().is_ok());
-                let Some(list) = value.as_array().filter(|_| is_session) else {
-                    continue;
-                };
-                turns.extend(
-                    list.iter()
-                        .filter_map(|t| t.get("text")?.as_str().map(str::to_owned)),
-                );
-            }
-        }
-        turns
-    }
 
     #[test]
     fn false_positive_rate_on_locomo() {
-        let turns = locomo_turns();
+        let turns = crate::common::locomo_turns();
         if turns.is_empty() {
             eprintln!("skipped: no LoCoMo data");
             return;
@@ -378,7 +348,7 @@ mod injection {
     #[test]
     #[ignore = "prints throughput; run explicitly"]
     fn throughput() {
-        let turns = locomo_turns();
+        let turns = crate::common::locomo_turns();
         if turns.is_empty() {
             eprintln!("skipped: no LoCoMo data");
             return;

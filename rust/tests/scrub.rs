@@ -4,6 +4,8 @@
 //!
 //! Everything sits in `mod scrub` so `cargo test scrub` selects these tests too.
 
+mod common;
+
 mod scrub {
     use _core::scrub::{Finding, ScrubOptions, Scrubber};
     use proptest::prelude::*;
@@ -897,40 +899,6 @@ mod scrub {
     // False positives on real text
     // ---------------------------------------------------------------------------
 
-    /// Turns of the LoCoMo dev conversations, one line each.
-    fn locomo_lines() -> Vec<String> {
-        let dir = Path::new("/work/shared/data/locomo-dev");
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-            .unwrap_or_default();
-        files.retain(|p| p.extension().is_some_and(|e| e == "json"));
-        files.sort();
-        let mut lines = Vec::new();
-        for file in files {
-            let Ok(text) = std::fs::read_to_string(&file) else {
-                continue;
-            };
-            let Ok(serde_json::Value::Object(conv)) = serde_json::from_str(&text) else {
-                continue;
-            };
-            let mut sessions: Vec<(usize, &Vec<serde_json::Value>)> = conv
-                .iter()
-                .filter_map(|(k, v)| {
-                    let n = k.strip_prefix("session_")?.parse().ok()?;
-                    Some((n, v.as_array()?))
-                })
-                .collect();
-            sessions.sort_by_key(|(n, _)| *n);
-            for (_, turns) in sessions {
-                for turn in turns {
-                    if let Some(t) = turn.get("text").and_then(|t| t.as_str()) {
-                        lines.push(t.to_owned());
-                    }
-                }
-            }
-        }
-        lines
-    }
 
     fn cargo_registry() -> Option<PathBuf> {
         let home = std::env::var_os("CARGO_HOME")
@@ -1020,7 +988,7 @@ mod scrub {
 
     /// Real text with no real secrets: (name, text) pairs and the total line count.
     fn negative_corpus() -> (Vec<(String, String)>, usize) {
-        let mut docs: Vec<(String, String)> = locomo_lines()
+        let mut docs: Vec<(String, String)> = crate::common::locomo_turns()
             .into_iter()
             .enumerate()
             .map(|(i, t)| (format!("locomo turn {i}"), t))
@@ -1070,7 +1038,7 @@ mod scrub {
 
     #[test]
     fn pii_false_positive_rate_on_chat_is_below_one_in_2000_lines() {
-        let docs: Vec<(String, String)> = locomo_lines()
+        let docs: Vec<(String, String)> = crate::common::locomo_turns()
             .into_iter()
             .enumerate()
             .map(|(i, t)| (format!("locomo turn {i}"), t))
@@ -1133,7 +1101,7 @@ mod scrub {
     #[ignore = "prints throughput; run explicitly"]
     fn throughput() {
         let s = scrubber();
-        let turns = locomo_lines();
+        let turns = crate::common::locomo_turns();
         if turns.is_empty() {
             eprintln!("skipped: no LoCoMo data");
             return;
