@@ -177,3 +177,22 @@ async def test_offline_index_catches_up(sqld: Sqld, tmp_path: Path) -> None:
 def test_auth_token_stays_out_of_repr() -> None:
     config = Config(path="libsql://db.example.com", auth_token="secret-token")
     assert "secret-token" not in repr(config)
+
+
+async def test_vectors_travel_through_the_server(sqld: Sqld, tmp_path: Path) -> None:
+    pet, deploy = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]
+    async with (
+        await ContextForge.open(sqld.url) as a,
+        await ContextForge.open(sqld.url) as b,
+    ):
+        rex = await a.save("Rex chased the mailman", scope="s", embedding=pet)
+        rollout = await a.save("the rollout broke staging", scope="s", embedding=deploy)
+        hits = await b.query("no shared words", "s", 1000, embedding=[0.9, 0.1, 0.0])
+        assert [h.id for h in hits][0] == rex
+        # New content without a vector drops the old one, on the other handle too.
+        await a.update(rex, content="Rex sleeps all day")
+        hits = await b.query("no shared words", "s", 1000, embedding=[0.9, 0.1, 0.0])
+        assert [h.id for h in hits] == [rollout]
+    # A fresh index (in RAM) loads the server's vectors on open.
+    async with await ContextForge.open(sqld.url) as c:
+        assert [h.id for h in await c.query("zzz", "s", 1000, embedding=deploy)] == [rollout]
