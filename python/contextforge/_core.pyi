@@ -105,10 +105,6 @@ class Engine:
         duplicate_similarity: float | None = None,
         mmr_window: int | None = None,
     ) -> Awaitable[Engine]: ...
-    def save_many(
-        self, items: list[_Item], embeddings: _Matrix | None = None
-    ) -> Awaitable[list[int]]:
-        """Saves entries in one transaction and returns their ids."""
     def scrub(self, texts: list[str]) -> Awaitable[list[str]]:
         """Content as it would be stored: secrets (and PII when configured) redacted."""
     def embedder(self) -> Awaitable[tuple[str, int] | None]:
@@ -157,7 +153,7 @@ class Engine:
     def save_detailed(
         self, items: list[_Item], embeddings: _Matrix | None = None
     ) -> Awaitable[list[tuple[int, bool]]]:
-        """Like `save_many`, returning `(id, created)` per item."""
+        """Saves entries in one transaction, returning `(id, created)` per item."""
     def distill_chunks(
         self, pairs: list[tuple[str | None, str]], max_tokens: int
     ) -> Awaitable[

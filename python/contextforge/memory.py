@@ -243,8 +243,8 @@ class ContextForge:
             vectors: Vectors | None = as_vector(embedding)[None, :]
         else:
             vectors = await self._embed([item[0]])
-        ids = await _call(lambda: self._engine.save_many([item], vectors))
-        return ids[0]
+        [(entry_id, _)] = await _call(lambda: self._engine.save_detailed([item], vectors))
+        return entry_id
 
     async def save_many(self, items: Iterable[Mapping[str, Any]]) -> list[int]:
         """Saves several entries in one transaction: all of them, or none.
@@ -278,7 +278,8 @@ class ContextForge:
         if not prepared:
             return []
         vectors = await self._item_vectors(prepared, given)
-        return await _call(lambda: self._engine.save_many(prepared, vectors))
+        saved = await _call(lambda: self._engine.save_detailed(prepared, vectors))
+        return [entry_id for entry_id, _ in saved]
 
     async def _item_vectors(self, prepared: Sequence[tuple[Any, ...]], given: list[Any]) -> Vectors | None:
         """One vector per item: the given ones, the embedder's for the rest."""

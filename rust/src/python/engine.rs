@@ -191,20 +191,8 @@ impl Engine {
         })
     }
 
-    /// `embeddings`: an (n, d) float32 matrix, one row per item.
-    #[pyo3(signature = (items, embeddings=None))]
-    fn save_many<'py>(
-        &self,
-        py: Python<'py>,
-        items: Vec<Item>,
-        embeddings: Option<PyReadonlyArray2<'py, f32>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let core = self.core()?;
-        let entries = new_entries(items, matrix_rows(embeddings))?;
-        awaitable(py, move || core.save_many(entries))
-    }
-
-    /// Like `save_many`, returning `(id, created)` per item.
+    /// Saves items in one transaction, returning `(id, created)` per item;
+    /// `embeddings` is an (n, d) float32 matrix, one row per item.
     #[pyo3(signature = (items, embeddings=None))]
     fn save_detailed<'py>(
         &self,
