@@ -159,15 +159,16 @@ fn inbox(event_loop: &Bound<'_, PyAny>) -> Option<Arc<Inbox>> {
         reader: Mutex::new(reader),
     });
     let py = event_loop.py();
-    let drain = Py::new(py, Drain { inbox: Arc::clone(&inbox) }).ok()?;
-    if event_loop.call_method1("add_reader", (fd, drain)).is_err() {
-        return None;
-    }
+    // The entry must go when the loop does: another loop may later live at the
+    // same address. A loop that cannot be watched or finalised uses the fallback.
     let forget = wrap_pyfunction!(forget_loop, py).ok()?;
-    let finalize = py.import("weakref").and_then(|w| w.getattr("finalize"));
-    if let Err(err) = finalize.and_then(|f| f.call1((event_loop, forget, key))) {
-        // Without a finaliser the pipe outlives the loop: a small leak, not a fault.
-        log::debug!("no finaliser for the event loop's inbox: {err}");
+    let finalize = py.import("weakref").and_then(|w| w.getattr("finalize")).ok()?;
+    let drain = Py::new(py, Drain { inbox: Arc::clone(&inbox) }).ok()?;
+    event_loop.call_method1("add_reader", (fd, drain)).ok()?;
+    if let Err(err) = finalize.call1((event_loop, forget, key)) {
+        log::debug!("event loop without a finaliser: {err}");
+        let _ = event_loop.call_method1("remove_reader", (fd,));
+        return None;
     }
     INBOXES.lock().get_or_insert_with(HashMap::new).insert(key, Arc::clone(&inbox));
     Some(inbox)
