@@ -102,12 +102,14 @@ def bm25_runs(spec: Spec, tokens: dict[str, int], budget: int) -> dict[str, Run]
 
 
 # Each lexical feature on its own, the others switched off (1.0 counts function
-# words fully, 0.0 drops the context and date fields).
+# words fully, 0.0 drops the context and date fields and the replies' share).
 ABLATIONS: dict[str, Config] = {
-    "all features off": Config(stopword_weight=1.0, context_weight=0.0, date_weight=0.0),
-    "function words only": Config(context_weight=0.0, date_weight=0.0),
-    "context only": Config(stopword_weight=1.0, date_weight=0.0),
-    "date only": Config(stopword_weight=1.0, context_weight=0.0),
+    "all features off": Config(stopword_weight=1.0, context_weight=0.0, date_weight=0.0,
+                               reply_weight=0.0),
+    "function words only": Config(context_weight=0.0, date_weight=0.0, reply_weight=0.0),
+    "context only": Config(stopword_weight=1.0, date_weight=0.0, reply_weight=0.0),
+    "date only": Config(stopword_weight=1.0, context_weight=0.0, reply_weight=0.0),
+    "replies only": Config(stopword_weight=1.0, context_weight=0.0, date_weight=0.0),
 }
 
 

@@ -167,3 +167,26 @@ async def test_weights_are_validated(field: str) -> None:
     for bad in (-0.1, float("nan"), 11.0):
         with pytest.raises(InvalidInputError):
             await ContextForge.open(Config(**{field: bad}))  # type: ignore[arg-type]
+
+
+async def test_a_reply_lifts_the_turn_it_answers() -> None:
+    t0 = datetime(2023, 5, 8, 13, tzinfo=timezone.utc)
+    entries = [
+        # The evidence: one query word, in a long turn.
+        {"content": "we finally did it, the little grey kitten from the old shelter is ours now",
+         "session_id": "s1", "timestamp": t0},
+        # Its reply repeats the question's words.
+        {"content": "congratulations on the kitten adoption", "session_id": "s1",
+         "timestamp": t0 + timedelta(minutes=1)},
+        # A bystander with the same one word, shorter, in another session.
+        {"content": "kitten food is on sale", "session_id": "s2", "timestamp": t0},
+        *({"content": c, "session_id": "s3", "timestamp": t0} for c in FILLER),
+    ]
+    q = "kitten adoption"
+    ids, on = await ids_for(cfg(), entries, q)
+    assert on[0] == ids[1]
+    assert on.index(ids[0]) < on.index(ids[2]), "the answered turn passes the bystander"
+    _, off = await ids_for(cfg(reply_weight=0.0), entries, q)
+    assert off.index(ids[0]) > off.index(ids[2])
+    # A reply lends only backwards: the bystander's order against the reply is unchanged.
+    assert on.index(ids[1]) < on.index(ids[2]) and off.index(ids[1]) < off.index(ids[2])

@@ -98,6 +98,7 @@ class Engine:
         stopword_weight: float | None = None,
         context_weight: float | None = None,
         date_weight: float | None = None,
+        reply_weight: float | None = None,
         fusion: str | None = None,
         dense_weight: float | None = None,
         rrf_k: float | None = None,

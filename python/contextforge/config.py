@@ -49,6 +49,33 @@ class Config:
             ``0`` turns it off.
         date_weight: The same for the entry's date as words (``"8 may 2023"``),
             so "what happened in May 2023" can match by date. ``0`` turns it off.
+        reply_weight: A candidate lends this share of its relevance to the
+            previous turn of its session (the message it replies to), when that
+            turn is a candidate too: evidence is often stated in one turn and
+            echoed, in the words a later question uses, by the reply. ``0``
+            turns it off.
+        embedder: Turns texts into vectors for hybrid retrieval: a sync or async
+            callable taking a list of str and returning an ``(n, d)`` array, such
+            as :class:`contextforge.embedders.LocalEmbedder` (all-MiniLM-L6-v2,
+            offline). Every saved entry and every query is then embedded, and
+            queries fuse BM25 with cosine similarity. Its ``name`` (and
+            dimension) is recorded in the store; opening with another raises
+            ``EmbedderMismatchError`` unless ``open(..., reembed=True)``.
+        embed_batch_size: Texts per embedder call.
+        fusion: How BM25 and dense matches combine: ``"weighted"`` (the default:
+            ``(1 - dense_weight) * BM25 / best BM25 + dense_weight * cosine``,
+            every candidate scored on both sides) or ``"rrf"`` (reciprocal-rank
+            fusion, ``weight / (rrf_k + rank)`` per list).
+        dense_weight: The dense side's share, from 0 (BM25 alone) to 1.
+        rrf_k: The rank offset of reciprocal-rank fusion.
+        mmr_lambda: Maximal marginal relevance over the best ``mmr_window``
+            candidates: ``1`` ranks by relevance alone, lower values trade
+            relevance for variety (cosine between embeddings where both entries
+            have one, the Jaccard similarity of their words otherwise).
+        duplicate_similarity: A candidate at least this similar to a hit already
+            packed is left out, so near duplicates never fill the budget twice; a
+            value above 1 keeps them.
+        mmr_window: How many of the best candidates MMR sees.
         depth: Ranked candidates a query considers before packing to the budget.
         flush_entries: Saves are searchable at once from an in-memory tail, which is
             committed to the on-disk index in batches of about this many changes...
@@ -78,6 +105,7 @@ class Config:
     stopword_weight: float = 0.3
     context_weight: float = 0.4
     date_weight: float = 0.8
+    reply_weight: float = 0.2
     embedder: Embedder | None = field(default=None, compare=False)
     embed_batch_size: int = 64
     fusion: Literal["weighted", "rrf"] = "weighted"

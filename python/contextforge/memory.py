@@ -98,6 +98,7 @@ class ContextForge:
                 stopword_weight=config.stopword_weight,
                 context_weight=config.context_weight,
                 date_weight=config.date_weight,
+                reply_weight=config.reply_weight,
                 fusion=config.fusion,
                 dense_weight=config.dense_weight,
                 rrf_k=config.rrf_k,

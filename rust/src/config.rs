@@ -77,11 +77,14 @@ pub struct Retrieval {
     pub stopword_weight: f32,
     pub context_weight: f32,
     pub date_weight: f32,
+    /// The share of a candidate's relevance lent to the previous turn of its
+    /// session (the one it replies to), when that turn is a candidate too.
+    pub reply_weight: f32,
 }
 
 impl Default for Retrieval {
     fn default() -> Self {
-        Self { stopword_weight: 0.3, context_weight: 0.4, date_weight: 0.8 }
+        Self { stopword_weight: 0.3, context_weight: 0.4, date_weight: 0.8, reply_weight: 0.2 }
     }
 }
 
@@ -269,6 +272,7 @@ impl Config {
         for (name, w) in [
             ("context_weight", self.retrieval.context_weight),
             ("date_weight", self.retrieval.date_weight),
+            ("reply_weight", self.retrieval.reply_weight),
         ] {
             if !(w.is_finite() && (0.0..=10.0).contains(&w)) {
                 return Err(Error::invalid(format!("{name} must be a number between 0 and 10")));

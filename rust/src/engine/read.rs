@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::index::schema::scope_key;
 use crate::index::tail::recency_boost;
 use crate::index::{Candidate, SearchRequest};
-use crate::rank::{fuse, jaccard, word_set, Duplicates, Ranked};
+use crate::rank::{fuse, jaccard, lend_to_previous, word_set, Duplicates, Ranked};
 use crate::pack::pack_checked;
 use crate::render::{render, Context, Order};
 use crate::store::{now_micros, ListFilter};
@@ -156,7 +156,7 @@ impl Engine {
         let ordered = self.diversify(&ranked, &mut prefetched)?;
         let candidates: Vec<Candidate> = ordered
             .iter()
-            .map(|(r, _)| Candidate { id: r.id, score: r.score, tokens: r.tokens, recency: r.recency })
+            .map(|(r, _)| Candidate { id: r.id, score: r.score, tokens: r.tokens, recency: r.recency, prev: r.prev })
             .collect();
         let mut duplicates = Duplicates::new(self.config.mmr.duplicate_similarity);
         // An entry deleted by another process since the index last looked comes
@@ -213,8 +213,11 @@ impl Engine {
     fn rank(&self, query: &Query, request: &SearchRequest) -> Result<Vec<Ranked>> {
         let lexical = self.index.search(request)?;
         let (dim, held) = self.index.vector_shape();
+        let reply_weight = self.config.retrieval.reply_weight;
         let Some(vector) = query.embedding.as_deref().filter(|_| held > 0) else {
-            return Ok(lexical.iter().map(Ranked::lexical).collect());
+            let mut ranked: Vec<Ranked> = lexical.iter().map(Ranked::lexical).collect();
+            lend_to_previous(&mut ranked, reply_weight);
+            return Ok(ranked);
         };
         if vector.len() != dim {
             return Err(Error::invalid(format!(
@@ -228,6 +231,7 @@ impl Engine {
         let unit = crate::index::dense::unit(vector);
         let recency = |ts| recency_boost(ts, request.now, request.recency_weight, request.half_life_us);
         let mut fused = fuse(&lexical, &dense, &vectors, &unit, &self.config.hybrid, recency);
+        lend_to_previous(&mut fused, reply_weight);
         fused.truncate(request.depth);
         Ok(fused)
     }

@@ -74,7 +74,8 @@ impl SegmentTopK {
             let recency =
                 recency_boost(cols.ts.get_val(doc), self.now, self.recency_weight, self.half_life_us);
             let tokens = u32::try_from(cols.tokens.get_val(doc)).unwrap_or(u32::MAX);
-            let candidate = Ranked(Candidate { id, score: relevance * recency, tokens, recency });
+            let prev = cols.prev.get_val(doc);
+            let candidate = Ranked(Candidate { id, score: relevance * recency, tokens, recency, prev });
             if self.heap.len() < self.k {
                 self.heap.push(Reverse(candidate));
             } else if self.heap.peek().is_some_and(|Reverse(worst)| candidate > *worst) {
@@ -158,6 +159,7 @@ struct Columns {
     ts: Arc<dyn ColumnValues<i64>>,
     tokens: Arc<dyn ColumnValues<u64>>,
     expires: Arc<dyn ColumnValues<i64>>,
+    prev: Arc<dyn ColumnValues<i64>>,
 }
 
 impl Columns {
@@ -168,6 +170,7 @@ impl Columns {
             ts: fast.i64("ts")?.first_or_default_col(0),
             tokens: fast.u64("tokens")?.first_or_default_col(0),
             expires: fast.i64("expires")?.first_or_default_col(i64::MAX),
+            prev: fast.i64("prev")?.first_or_default_col(0),
         })
     }
 }

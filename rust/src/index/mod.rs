@@ -404,9 +404,10 @@ impl Neighbours {
         let mut prior: Vec<&(i64, i64, String)> =
             recent.iter().filter(|(ts, id, _)| (*ts, *id) < here && *ts >= since).collect();
         prior.sort_by_key(|(ts, id, _)| (*ts, *id));
-        let context = if prior.len() >= schema::CONTEXT_TURNS {
+        let (context, prev) = if prior.len() >= schema::CONTEXT_TURNS {
             let from = prior.len() - schema::CONTEXT_TURNS;
-            prior[from..].iter().map(|(_, _, c)| c.as_str()).collect::<Vec<_>>().join("\n")
+            let text = prior[from..].iter().map(|(_, _, c)| c.as_str()).collect::<Vec<_>>().join("\n");
+            (text, prior.last().map_or(0, |(_, id, _)| *id))
         } else {
             let filter = ListFilter {
                 scope: Some(entry.scope.clone()),
@@ -415,7 +416,8 @@ impl Neighbours {
                 ..ListFilter::default()
             };
             let previous = store.list(&filter, Some(here), schema::CONTEXT_TURNS)?;
-            previous.iter().rev().map(|e| e.content.as_str()).collect::<Vec<_>>().join("\n")
+            let text = previous.iter().rev().map(|e| e.content.as_str()).collect::<Vec<_>>().join("\n");
+            (text, previous.first().map_or(0, |e| e.id))
         };
         recent.retain(|(_, id, _)| *id != entry.id);
         recent.push((entry.timestamp, entry.id, entry.content.clone()));
@@ -423,7 +425,7 @@ impl Neighbours {
             recent.sort_by_key(|(ts, id, _)| (*ts, *id));
             recent.drain(..recent.len() - NEIGHBOURS_KEPT);
         }
-        Ok(Extra { context })
+        Ok(Extra { context, prev })
     }
 }
 

@@ -33,6 +33,8 @@ pub struct Fields {
     pub tokens: Field,
     /// Expiry time, `i64::MAX` for never.
     pub expires: Field,
+    /// The previous turn's id (0 for none), for `Retrieval::reply_weight`.
+    pub prev: Field,
     /// Top-level scalar metadata as `key=<json value>` terms, for equality filters.
     pub meta: Field,
 }
@@ -56,6 +58,7 @@ pub fn build() -> (Schema, Fields) {
         ts: builder.add_i64_field("ts", FAST),
         tokens: builder.add_u64_field("tokens", FAST),
         expires: builder.add_i64_field("expires", FAST),
+        prev: builder.add_i64_field("prev", FAST),
         meta: builder.add_text_field("meta", STRING),
     };
     (builder.build(), fields)
@@ -105,6 +108,8 @@ pub const CONTEXT_WINDOW_US: i64 = 24 * 3_600 * 1_000_000;
 pub struct Extra {
     /// The previous turns' text, oldest first.
     pub context: String,
+    /// The id of the previous turn (the one this entry answers), or 0.
+    pub prev: i64,
 }
 
 /// The analysed terms of an entry's three scored fields: text, context, date.
@@ -160,6 +165,7 @@ pub fn document(fields: &Fields, entry: &Entry, extra: &Extra) -> TantivyDocumen
     doc.add_i64(fields.ts, entry.timestamp);
     doc.add_u64(fields.tokens, u64::from(entry.tokens));
     doc.add_i64(fields.expires, entry.expires_at.unwrap_or(i64::MAX));
+    doc.add_i64(fields.prev, extra.prev);
     for term in metadata_terms(entry.metadata.as_deref()) {
         doc.add_text(fields.meta, term);
     }

@@ -60,6 +60,8 @@ pub struct Candidate {
     pub tokens: u32,
     /// The recency multiplier, in `[1, 1 + weight]`.
     pub recency: f32,
+    /// The previous turn of the entry's session (the one it answers), or 0.
+    pub prev: i64,
 }
 
 impl SearchIndex {
@@ -257,7 +259,13 @@ fn search_tail(
             (relevance > 0.0).then(|| {
                 let recency =
                     recency_boost(doc.entry.timestamp, req.now, req.recency_weight, req.half_life_us);
-                Candidate { id: doc.entry.id, score: relevance * recency, tokens: doc.entry.tokens, recency }
+                Candidate {
+                    id: doc.entry.id,
+                    score: relevance * recency,
+                    tokens: doc.entry.tokens,
+                    recency,
+                    prev: doc.extra.prev,
+                }
             })
         })
         .collect()

@@ -17,6 +17,9 @@ pub struct Ranked {
     pub bm25: f32,
     /// Cosine similarity to the query, when the entry has a vector.
     pub dense: Option<f32>,
+    /// The previous turn of the entry's session, or 0 (unknown for entries
+    /// only the dense side found).
+    pub prev: i64,
 }
 
 impl Ranked {
@@ -26,7 +29,15 @@ impl Ranked {
 
     /// A BM25 candidate as it ranks without dense retrieval.
     pub fn lexical(c: &Candidate) -> Self {
-        Self { id: c.id, score: c.score, tokens: c.tokens, recency: c.recency, bm25: c.score / c.recency, dense: None }
+        Self {
+            id: c.id,
+            score: c.score,
+            tokens: c.tokens,
+            recency: c.recency,
+            bm25: c.score / c.recency,
+            dense: None,
+            prev: c.prev,
+        }
     }
 }
 
@@ -57,6 +68,7 @@ pub fn fuse(
             recency: recency(n.timestamp),
             bm25: 0.0,
             dense: Some(n.cosine),
+            prev: 0,
         });
     }
     let relevance: HashMap<i64, f32> = match hybrid.fusion {
@@ -97,7 +109,7 @@ mod tests {
     use super::*;
 
     fn cand(id: i64, relevance: f32) -> Candidate {
-        Candidate { id, score: relevance, tokens: 5, recency: 1.0 }
+        Candidate { id, score: relevance, tokens: 5, recency: 1.0, prev: 0 }
     }
 
     fn near(id: i64, cosine: f32) -> Neighbour {

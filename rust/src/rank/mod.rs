@@ -3,6 +3,8 @@
 
 mod fuse;
 mod mmr;
+mod replies;
 
 pub use fuse::{fuse, Ranked};
 pub use mmr::{jaccard, mmr, word_set, Duplicates};
+pub use replies::lend_to_previous;
