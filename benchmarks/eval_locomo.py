@@ -57,6 +57,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--budget", type=int, default=512, help="token budget (default: 512)")
     p.add_argument("--ablations", action="store_true",
                    help="also run each lexical feature alone (the README's feature numbers)")
+    p.add_argument("--sweep", action="store_true",
+                   help="also run the settings the defaults were chosen among: fusion weights, "
+                   "RRF, MiniLM alone, MMR lambdas, reply weights (the README's tuning numbers)")
     return p.parse_args(argv)
 
 
@@ -121,11 +124,45 @@ def local_embedder() -> LocalEmbedder | None:
         return None
 
 
-async def run_all(spec: Spec, budget: int, ablations: bool = False) -> dict[str, Report]:
+class CachedEmbedder:
+    """The built-in model with a cache, so a sweep embeds each text once. Same
+    name and dimension: the store cannot tell it from the model itself."""
+
+    def __init__(self, model: LocalEmbedder) -> None:
+        self.model, self.name, self.dim = model, model.name, model.dim
+        self.cache: dict[str, Any] = {}
+
+    def __call__(self, texts: list[str]) -> Any:
+        import numpy
+
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if missing:
+            self.cache.update(zip(missing, self.model(missing)))
+        return numpy.stack([self.cache[t] for t in texts])
+
+
+def sweep_configs(embedder: CachedEmbedder) -> dict[str, Config]:
+    hybrid = {f"hybrid, dense_weight={w}": Config(embedder=embedder, dense_weight=w)
+              for w in (0.2, 0.4, 0.5)}
+    rrf = {f"hybrid, rrf, dense_weight={w}": Config(embedder=embedder, fusion="rrf",
+                                                   dense_weight=w) for w in (0.3, 0.5)}
+    mmr = {f"lexical, mmr_lambda={lam}": Config(mmr_lambda=lam) for lam in (0.9, 0.8, 0.7, 0.5)}
+    replies = {f"{kind}, reply_weight={g}": Config(embedder=e, reply_weight=g)
+               for g in (0.0, 0.1, 0.3)
+               for kind, e in (("lexical", None), ("hybrid", embedder))}
+    alone = {"MiniLM alone (dense_weight=1, relevance only, no replies)": Config(
+        embedder=embedder, dense_weight=1.0, recency_weight=0.0, reply_weight=0.0)}
+    near = {"lexical, near duplicates kept": Config(duplicate_similarity=1.5)}
+    return {**hybrid, **rrf, **alone, **mmr, **replies, **near}
+
+
+async def run_all(spec: Spec, budget: int, ablations: bool = False,
+                  sweep: bool = False) -> dict[str, Report]:
     reports = {
         "contextforge defaults": await evaluate(spec, Config(), ks=KS, budget=budget),
     }
-    embedder = local_embedder()
+    model = local_embedder()
+    embedder = None if model is None else CachedEmbedder(model)
     if embedder is not None:
         reports["contextforge hybrid (defaults + all-MiniLM-L6-v2)"] = await evaluate(
             spec, Config(embedder=embedder), ks=KS, budget=budget)
@@ -134,6 +171,9 @@ async def run_all(spec: Spec, budget: int, ablations: bool = False) -> dict[str,
     if ablations:
         for name, config in ABLATIONS.items():
             reports[f"contextforge, {name}"] = await evaluate(spec, config, ks=KS, budget=budget)
+    if sweep and embedder is not None:
+        for name, config in sweep_configs(embedder).items():
+            reports[f"sweep: {name}"] = await evaluate(spec, config, ks=KS, budget=budget)
     runs = bm25_runs(spec, await token_counts(spec), budget)
     if runs is not None:
         reports["plain BM25 (bm25s, same stemmer)"] = score(
@@ -175,7 +215,7 @@ def main(argv: Sequence[str]) -> int:
               file=sys.stderr)
         return 2
     spec = load_locomo(data)
-    reports = asyncio.run(run_all(spec, args.budget, args.ablations))
+    reports = asyncio.run(run_all(spec, args.budget, args.ablations, args.sweep))
     text = render(spec, reports, args.budget)
     print(text)
     out = Path(args.out)
