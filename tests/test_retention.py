@@ -44,6 +44,9 @@ async def test_expired_entries_vanish_from_get_list_and_count(mem: ContextForge)
     assert await mem.get(dead) is None
     assert [h.id async for h in mem.list()] == [live]
     assert await mem.count() == 1
+    await mem.save("expired in a scope", scope="s", expires_at=past)
+    await mem.save("alive in a scope", scope="s", ttl=3600)
+    assert (await mem.count("s"), await mem.count(None), await mem.count()) == (1, 1, 2)
 
 
 async def test_bad_expiry_is_refused(mem: ContextForge) -> None:

@@ -86,6 +86,22 @@ impl Store {
     }
 
     pub fn count(&self, filter: &ListFilter) -> Result<i64> {
+        // "Alive" as a filter would scan every row; counting all and taking
+        // away the expired ones uses the expiry index instead.
+        if let Some(now) = filter.alive_at {
+            let all = self.count(&ListFilter { alive_at: None, ..filter.clone() })?;
+            let (clause, mut params) = ListFilter { alive_at: None, ..filter.clone() }.sql();
+            params.push(Value::Integer(now));
+            let expired = self.scalar(
+                &format!(
+                    "SELECT COUNT(*) FROM entries WHERE {clause} AND expires_at IS NOT NULL \
+                     AND expires_at <= ?{}",
+                    params.len()
+                ),
+                params,
+            )?;
+            return Ok(all - expired);
+        }
         let (clause, params) = filter.sql();
         self.scalar(&format!("SELECT COUNT(*) FROM entries WHERE {clause}"), params)
     }
