@@ -287,6 +287,48 @@ fn list_pages_newest_first() {
 }
 
 #[test]
+fn a_batch_of_many_chunks_is_saved_whole_and_indexed_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(file_config(&dir)).unwrap();
+    // Larger than the save chunk (8192) and the index's commit slice (10,000),
+    // with repeats across chunks and one session running through all of them.
+    let n = 20_500;
+    let repeats = |i: i64| (10_000..20_000).contains(&i) && i % 10 == 0;
+    let batch: Vec<NewEntry> = (0..n)
+        .map(|i| {
+            let content = if repeats(i) {
+                format!("chunked item {}", i - 10_000) // repeats an earlier item
+            } else {
+                format!("chunked item {i}")
+            };
+            let at = NOW - (n - i) * 1_000_000;
+            NewEntry { session_id: Some("s".into()), ..NewEntry::new(content).scope("c").at(at) }
+        })
+        .collect();
+    let saved = engine.save_detailed(batch).unwrap();
+    assert_eq!(saved.len(), n as usize);
+    for (i, (id, created)) in saved.iter().enumerate() {
+        if repeats(i as i64) {
+            assert!(!created, "item {i} repeats item {} and must not be saved twice", i - 10_000);
+            assert_eq!(*id, saved[i - 10_000].0);
+        } else {
+            assert!(created, "item {i}");
+        }
+    }
+    let distinct: std::collections::BTreeSet<i64> = saved.iter().map(|(id, _)| *id).collect();
+    assert_eq!(engine.count(&ListFilter::default()).unwrap(), distinct.len() as i64);
+    let mut q = Query::new("chunked item", 100_000_000).in_scope("c");
+    q.depth = Some(10_000);
+    assert_eq!(engine.query(&q).unwrap().len(), 10_000);
+    // The last entries, read back from the log in the last page, are searchable
+    // with their session context.
+    let last = query(&engine, "chunked item 20499", Some("c"));
+    assert_eq!(last.first(), Some(&saved[20_499].0));
+    let context = query(&engine, "20497 20498", Some("c"));
+    assert!(context.contains(&saved[20_499].0));
+}
+
+#[test]
 fn large_batches_commit_straight_to_the_index_with_the_tail() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = file_config(&dir);
@@ -312,4 +354,54 @@ fn large_batches_commit_straight_to_the_index_with_the_tail() {
     std::mem::drop(engine);
     let engine = Engine::open(config).unwrap();
     assert_eq!(found(&engine), expected);
+}
+
+#[test]
+fn an_index_of_an_older_schema_is_rebuilt() {
+    use tantivy::schema::{Schema, FAST, INDEXED};
+    let dir = tempfile::tempdir().unwrap();
+    let session = |text: &str, s: &str| {
+        let mut e = NewEntry::new(text).scope("p").at(NOW);
+        e.session_id = Some(s.to_owned());
+        e
+    };
+    let (weak_here, weak_there) = {
+        let mut config = file_config(&dir);
+        config.retrieval.context_weight = 0.0;
+        config.retrieval.reply_weight = 0.0;
+        let engine = Engine::open(config).unwrap();
+        let weak_here = engine.save(session("the kitten is asleep on the sofa", "a")).unwrap();
+        engine.save(session("kitten adoption went well, the kitten adoption is done", "a")).unwrap();
+        let weak_there = engine.save(session("the kitten is hungry on the sofa", "b")).unwrap();
+        engine.close().unwrap();
+        (weak_here, weak_there)
+    };
+    // The same documents and commit point under a schema without `session_key`,
+    // as an index written before the session boost would be.
+    let index_dir = dir.path().join("memory.db.index");
+    let payload = tantivy::Index::open_in_dir(&index_dir).unwrap().load_metas().unwrap().payload;
+    std::fs::remove_dir_all(&index_dir).unwrap();
+    std::fs::create_dir_all(&index_dir).unwrap();
+    let mut builder = Schema::builder();
+    let id = builder.add_i64_field("id", INDEXED | FAST);
+    builder.add_i64_field("prev", FAST);
+    let old = tantivy::Index::create_in_dir(&index_dir, builder.build()).unwrap();
+    let mut writer: tantivy::IndexWriter = old.writer_with_num_threads(1, 15_000_000).unwrap();
+    for i in 1..=3 {
+        writer.add_document(tantivy::doc!(id => i64::from(i))).unwrap();
+    }
+    let mut commit = writer.prepare_commit().unwrap();
+    commit.set_payload(&payload.unwrap());
+    commit.commit().unwrap();
+    drop(writer);
+
+    // Context and replies off: only the session boost breaks the weak turns' tie.
+    let mut config = file_config(&dir);
+    config.retrieval.context_weight = 0.0;
+    config.retrieval.reply_weight = 0.0;
+    let engine = Engine::open(config).unwrap();
+    let ids = query(&engine, "kitten adoption", Some("p"));
+    assert_eq!(ids.len(), 3);
+    let at = |id| ids.iter().position(|&x| x == id).unwrap();
+    assert!(at(weak_here) < at(weak_there), "the session boost reads the rebuilt index: {ids:?}");
 }

@@ -132,11 +132,11 @@ impl<'a> Measure<'a> {
 
 /// The longest token of a tiktoken vocabulary in bytes, found once per vocabulary
 /// by decoding every id (a few milliseconds) and cached.
-fn longest_token(bpe: &'static tiktoken_rs::CoreBPE) -> Option<usize> {
+fn longest_token(bpe: &'static crate::tokens::Bpe) -> Option<usize> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
     static CACHE: OnceLock<Mutex<HashMap<usize, Option<usize>>>> = OnceLock::new();
-    let key = bpe as *const tiktoken_rs::CoreBPE as usize;
+    let key = bpe as *const crate::tokens::Bpe as usize;
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(&found) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return found;

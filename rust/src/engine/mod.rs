@@ -112,10 +112,15 @@ impl Engine {
             return Ok(());
         }
         self.index.apply_local(&self.store, changes)?;
+        self.nudge_flusher();
+        Ok(())
+    }
+
+    /// Asks for an index commit when the tail has grown past `flush_entries`.
+    fn nudge_flusher(&self) {
         if self.index.pending() >= self.config.flush_entries {
             self.flusher.nudge();
         }
-        Ok(())
     }
 
     /// The retention rules for a write, carrying the pending returned-at times.

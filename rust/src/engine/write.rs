@@ -6,7 +6,7 @@ use super::Engine;
 use crate::entry::{validate_label, Entry, NewEntry};
 use crate::error::{Error, Result};
 use crate::normalize::{content_key, normalize};
-use crate::store::{now_micros, Change, ChangeOp, EntryPatch, PreparedEntry};
+use crate::store::{now_micros, Change, ChangeOp, EntryPatch, PreparedEntry, Written};
 
 /// Fields to change in `update`; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
@@ -50,30 +50,27 @@ impl Engine {
             }
         }
         let now = now_micros();
-        let prepared = parallel_map(entries, |e| self.prepare(e, now));
-        let (written, evicted) = self.store.insert(&prepared, self.retention().as_ref())?;
-        let mut changes: Vec<Change> = written
-            .iter()
-            .zip(prepared)
-            .filter_map(|(w, p)| {
-                let seq = w.seq?;
-                let vector = p.embedding;
-                let entry = Entry {
-                    id: w.id,
-                    content: p.content,
-                    kind: p.kind,
-                    scope: p.scope,
-                    session_id: p.session_id,
-                    metadata: p.metadata,
-                    timestamp: p.timestamp,
-                    tokens: p.tokens,
-                    expires_at: p.expires_at,
-                };
-                Some(Change { seq, entry_id: w.id, op: ChangeOp::Insert, entry: Some(entry), vector })
-            })
-            .collect();
-        changes.extend(deletions(evicted));
-        self.publish(changes)?;
+        // A large batch is prepared and written a chunk at a time inside its one
+        // transaction, and each chunk is let go once its rows are in: the index
+        // then reads the batch back from the change log a page at a time. Peak
+        // memory follows the chunk, not the batch.
+        let bulk = entries.len() > SAVE_CHUNK;
+        let mut written = Vec::with_capacity(entries.len());
+        let mut changes: Vec<Change> = Vec::new();
+        let chunks = chunked(entries, SAVE_CHUNK).map(|chunk| Ok(parallel_map(chunk, |e| self.prepare(e, now))));
+        let evicted = self.store.insert_chunks(chunks, self.retention().as_ref(), |prepared, w| {
+            written.extend_from_slice(w);
+            if !bulk {
+                changes.extend(w.iter().zip(prepared).filter_map(|(w, p)| inserted(w, p)));
+            }
+        })?;
+        if bulk {
+            self.index.sync(&self.store)?;
+            self.nudge_flusher();
+        } else {
+            changes.extend(deletions(evicted));
+            self.publish(changes)?;
+        }
         Ok(written.into_iter().map(|w| (w.id, w.seq.is_some())).collect())
     }
 
@@ -242,6 +239,35 @@ fn parallel_map<T: Send, U: Send>(items: Vec<T>, f: impl Fn(T) -> U + Sync) -> V
             .flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
             .collect()
     })
+}
+
+/// How many entries of a large save are prepared and written at a time.
+const SAVE_CHUNK: usize = 8192;
+
+/// `items` in order, `size` at a time.
+fn chunked<T>(items: Vec<T>, size: usize) -> impl Iterator<Item = Vec<T>> {
+    let mut rest = items.into_iter().peekable();
+    std::iter::from_fn(move || {
+        rest.peek()?;
+        Some(rest.by_ref().take(size).collect())
+    })
+}
+
+/// The change that saving `p` made, unless an identical entry was returned.
+fn inserted(w: &Written, p: PreparedEntry) -> Option<Change> {
+    let seq = w.seq?;
+    let entry = Entry {
+        id: w.id,
+        content: p.content,
+        kind: p.kind,
+        scope: p.scope,
+        session_id: p.session_id,
+        metadata: p.metadata,
+        timestamp: p.timestamp,
+        tokens: p.tokens,
+        expires_at: p.expires_at,
+    };
+    Some(Change { seq, entry_id: w.id, op: ChangeOp::Insert, entry: Some(entry), vector: p.embedding })
 }
 
 fn deletions(deleted: Vec<(i64, i64)>) -> Vec<Change> {

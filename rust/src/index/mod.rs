@@ -34,6 +34,8 @@ const WRITER_MEMORY: usize = 64 * 1024 * 1024;
 const CATCH_UP_BATCH: usize = 10_000;
 /// Batches at least this large skip the tail and go straight into one commit.
 const BULK_CHANGES: usize = 1_000;
+/// The most changes of a bulk batch that go into one index commit.
+const BULK_COMMIT: usize = 10_000;
 
 /// A consistent pair: the committed searcher and the tail of newer changes.
 struct View {
@@ -249,21 +251,41 @@ impl SearchIndex {
     fn pull(&self, store: &Store, local: Option<Vec<Change>>) -> Result<()> {
         let _order = self.apply_lock.lock();
         let applied = self.applied();
-        let changes = match local {
-            Some(changes) if changes.first().is_some_and(|c| c.seq == applied + 1) => changes,
-            Some(changes) if changes.last().is_some_and(|c| c.seq <= applied) => return Ok(()),
-            _ => store.changes_since(applied, usize::MAX >> 1)?,
-        };
+        let mut neighbours = Neighbours::default();
+        match local {
+            Some(changes) if changes.first().is_some_and(|c| c.seq == applied + 1) => {
+                self.apply(store, changes, &mut neighbours)
+            }
+            Some(changes) if changes.last().is_some_and(|c| c.seq <= applied) => Ok(()),
+            // Read from the log a page at a time, so a long gap (another
+            // process's bulk save, or this one's) is never held whole.
+            _ => loop {
+                let changes = store.changes_since(self.applied(), BULK_COMMIT)?;
+                let full = changes.len() == BULK_COMMIT;
+                self.apply(store, changes, &mut neighbours)?;
+                if !full {
+                    return Ok(());
+                }
+            },
+        }
+    }
+
+    /// Applies changes that follow `applied()`: a large batch straight into
+    /// index commits, a small one into the tail. Callers hold `apply_lock`.
+    fn apply(&self, store: &Store, changes: Vec<Change>, neighbours: &mut Neighbours) -> Result<()> {
+        let applied = self.applied();
         let changes: Vec<Change> = changes.into_iter().filter(|c| c.seq > applied).collect();
         self.apply_vectors(&changes);
-        let mut neighbours = Neighbours::default();
-        let extras = changes
-            .iter()
-            .map(|c| c.entry.as_ref().map_or_else(|| Ok(Extra::default()), |e| neighbours.extra(store, e)))
-            .collect::<Result<Vec<Extra>>>()?;
         if changes.len() >= BULK_CHANGES {
-            return self.commit_with(&changes, &extras);
+            // One commit per slice bounds tantivy's indexing arena (and the
+            // extras held) by the slice, not by the batch.
+            for slice in changes.chunks(BULK_COMMIT) {
+                let extras = neighbours.extras(store, slice)?;
+                self.commit_with(slice, &extras)?;
+            }
+            return Ok(());
         }
+        let extras = neighbours.extras(store, &changes)?;
         let mut analyzer = schema::analyzer();
         let prepared: Vec<(Change, Extra, [Vec<String>; tail::SCORED_FIELDS])> = changes
             .into_iter()
@@ -392,6 +414,14 @@ struct Neighbours {
 const NEIGHBOURS_KEPT: usize = 8;
 
 impl Neighbours {
+    /// The extras of `changes` (a deletion has none), in order.
+    fn extras(&mut self, store: &Store, changes: &[Change]) -> Result<Vec<Extra>> {
+        changes
+            .iter()
+            .map(|c| c.entry.as_ref().map_or_else(|| Ok(Extra::default()), |e| self.extra(store, e)))
+            .collect()
+    }
+
     fn extra(&mut self, store: &Store, entry: &Entry) -> Result<Extra> {
         let Some(session) = &entry.session_id else { return Ok(Extra::default()) };
         if schema::CONTEXT_TURNS == 0 {

@@ -1,5 +1,6 @@
 //! PyO3 bindings (feature `python`): the `contextforge._core` module.
 
+mod alloc;
 mod call;
 mod context;
 mod embedder;
@@ -28,6 +29,7 @@ mod _core {
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        super::alloc::configure();
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         // Benchmarks report which profile they measured.
         m.add("__build__", if cfg!(debug_assertions) { "dev" } else { "release" })?;

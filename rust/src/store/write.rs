@@ -44,59 +44,50 @@ impl Store {
         entries: &[PreparedEntry],
         retention: Option<&Retention>,
     ) -> Result<(Vec<Written>, Vec<(i64, i64)>)> {
+        let mut written = Vec::with_capacity(entries.len());
+        let evicted = self.insert_chunks(
+            std::iter::once(Ok(entries)),
+            retention,
+            |_, w| written.extend_from_slice(w),
+        )?;
+        Ok((written, evicted))
+    }
+
+    /// `insert` for a batch that arrives in chunks, all in one transaction: each
+    /// chunk is handed to `done` with what was written for it as soon as its rows
+    /// are in, so a caller can let go of what it no longer needs before the next
+    /// chunk is made. An error from `chunks` rolls everything back. Returns the
+    /// evicted entries.
+    pub fn insert_chunks<C: std::borrow::Borrow<[PreparedEntry]>>(
+        &self,
+        chunks: impl Iterator<Item = Result<C>>,
+        retention: Option<&Retention>,
+        mut done: impl FnMut(C, &[Written]),
+    ) -> Result<Vec<(i64, i64)>> {
         self.with_writer(|conn| block_on(async {
             let tx = begin(conn).await?;
             let now = now_micros();
-            let mut out = Vec::with_capacity(entries.len());
-            for e in entries {
-                if let Some((key, normalized)) = &e.dedup_key {
-                    if let Some(id) = find_duplicate(&tx, *key, normalized, e.scope.as_deref()).await? {
-                        out.push(Written { id, seq: None });
-                        continue;
-                    }
+            let mut scopes: Vec<Option<String>> = Vec::new();
+            let mut out = Vec::new();
+            for chunk in chunks {
+                let chunk = chunk?;
+                out.clear();
+                for e in chunk.borrow() {
+                    out.push(insert_one(&tx, e, now).await?);
                 }
-                // RETURNING rather than last_insert_rowid: the same on a file and
-                // over Hrana, where the rowid travels with each statement's result.
-                let id = returned_id(
-                    &tx,
-                    "INSERT INTO entries (content, kind, scope, session_id, metadata, ts, tokens, \
-                     created_at, content_key, expires_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
-                    vec![
-                        text(&e.content),
-                        text(&e.kind),
-                        opt_text(e.scope.as_deref()),
-                        opt_text(e.session_id.as_deref()),
-                        opt_text(e.metadata.as_deref()),
-                        Value::Integer(e.timestamp),
-                        Value::Integer(i64::from(e.tokens)),
-                        Value::Integer(now),
-                        Value::Integer(e.dedup_key.as_ref().map_or_else(
-                            || crate::normalize::content_key(&crate::normalize::normalize(&e.content)),
-                            |(key, _)| *key,
-                        )),
-                        e.expires_at.map_or(Value::Null, Value::Integer),
-                    ],
-                )
-                .await?;
-                if let Some(vector) = &e.embedding {
-                    super::vectors::put(&tx, id, vector).await?;
-                }
-                let seq = log_change(&tx, id, OP_INSERT).await?;
-                out.push(Written { id, seq: Some(seq) });
-            }
-            let evicted = match retention {
-                Some(retention) => {
-                    let mut scopes: Vec<Option<String>> =
-                        entries.iter().map(|e| e.scope.clone()).collect();
+                if retention.is_some() {
+                    scopes.extend(chunk.borrow().iter().map(|e| e.scope.clone()));
                     scopes.sort();
                     scopes.dedup();
-                    retention::enforce(&tx, retention, &scopes).await?
                 }
+                done(chunk, &out);
+            }
+            let evicted = match retention {
+                Some(retention) => retention::enforce(&tx, retention, &scopes).await?,
                 None => Vec::new(),
             };
             tx.commit().await?;
-            Ok((out, evicted))
+            Ok(evicted)
         }))
     }
 
@@ -216,6 +207,44 @@ impl Store {
             Ok(out)
         }))
     }
+}
+
+/// Inserts one entry, or finds the identical one already in its scope.
+async fn insert_one(tx: &Connection, e: &PreparedEntry, now: Micros) -> Result<Written> {
+    if let Some((key, normalized)) = &e.dedup_key {
+        if let Some(id) = find_duplicate(tx, *key, normalized, e.scope.as_deref()).await? {
+            return Ok(Written { id, seq: None });
+        }
+    }
+    // RETURNING rather than last_insert_rowid: the same on a file and over
+    // Hrana, where the rowid travels with each statement's result.
+    let id = returned_id(
+        tx,
+        "INSERT INTO entries (content, kind, scope, session_id, metadata, ts, tokens, \
+         created_at, content_key, expires_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
+        vec![
+            text(&e.content),
+            text(&e.kind),
+            opt_text(e.scope.as_deref()),
+            opt_text(e.session_id.as_deref()),
+            opt_text(e.metadata.as_deref()),
+            Value::Integer(e.timestamp),
+            Value::Integer(i64::from(e.tokens)),
+            Value::Integer(now),
+            Value::Integer(e.dedup_key.as_ref().map_or_else(
+                || crate::normalize::content_key(&crate::normalize::normalize(&e.content)),
+                |(key, _)| *key,
+            )),
+            e.expires_at.map_or(Value::Null, Value::Integer),
+        ],
+    )
+    .await?;
+    if let Some(vector) = &e.embedding {
+        super::vectors::put(tx, id, vector).await?;
+    }
+    let seq = log_change(tx, id, OP_INSERT).await?;
+    Ok(Written { id, seq: Some(seq) })
 }
 
 async fn stored_vector(conn: &Connection, id: i64) -> Result<Option<Vec<f32>>> {
