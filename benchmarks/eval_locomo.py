@@ -59,7 +59,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                    help="also run each lexical feature alone (the README's feature numbers)")
     p.add_argument("--sweep", action="store_true",
                    help="also run the settings the defaults were chosen among: fusion weights, "
-                   "RRF, MiniLM alone, MMR lambdas, reply weights (the README's tuning numbers)")
+                   "RRF, MiniLM alone, MMR lambdas, reply and session weights (the README's tuning numbers)")
     return p.parse_args(argv)
 
 
@@ -105,14 +105,16 @@ def bm25_runs(spec: Spec, tokens: dict[str, int], budget: int) -> dict[str, Run]
 
 
 # Each lexical feature on its own, the others switched off (1.0 counts function
-# words fully, 0.0 drops the context and date fields and the replies' share).
+# words fully, 0.0 drops the context and date fields, the replies' share and the
+# session boost).
+_OFF: dict[str, Any] = {"stopword_weight": 1.0, "context_weight": 0.0, "date_weight": 0.0,
+                        "reply_weight": 0.0, "session_weight": 0.0}
 ABLATIONS: dict[str, Config] = {
-    "all features off": Config(stopword_weight=1.0, context_weight=0.0, date_weight=0.0,
-                               reply_weight=0.0),
-    "function words only": Config(context_weight=0.0, date_weight=0.0, reply_weight=0.0),
-    "context only": Config(stopword_weight=1.0, date_weight=0.0, reply_weight=0.0),
-    "date only": Config(stopword_weight=1.0, context_weight=0.0, reply_weight=0.0),
-    "replies only": Config(stopword_weight=1.0, context_weight=0.0, date_weight=0.0),
+    "all features off": Config(**_OFF),
+    **{f"{name} only": Config(**{**_OFF, knob: getattr(Config(), knob)})
+       for name, knob in (("function words", "stopword_weight"), ("context", "context_weight"),
+                          ("date", "date_weight"), ("replies", "reply_weight"),
+                          ("sessions", "session_weight"))},
 }
 
 
@@ -150,10 +152,14 @@ def sweep_configs(embedder: CachedEmbedder) -> dict[str, Config]:
     replies = {f"{kind}, reply_weight={g}": Config(embedder=e, reply_weight=g)
                for g in (0.0, 0.1, 0.3)
                for kind, e in (("lexical", None), ("hybrid", embedder))}
-    alone = {"MiniLM alone (dense_weight=1, relevance only, no replies)": Config(
-        embedder=embedder, dense_weight=1.0, recency_weight=0.0, reply_weight=0.0)}
+    alone = {"MiniLM alone (dense_weight=1, relevance only, no replies or sessions)": Config(
+        embedder=embedder, dense_weight=1.0, recency_weight=0.0, reply_weight=0.0,
+        session_weight=0.0)}
+    sessions = {f"{kind}, session_weight={g}": Config(embedder=e, session_weight=g)
+                for g in (0.0, 0.3, 0.8)
+                for kind, e in (("lexical", None), ("hybrid", embedder))}
     near = {"lexical, near duplicates kept": Config(duplicate_similarity=1.5)}
-    return {**hybrid, **rrf, **alone, **mmr, **replies, **near}
+    return {**hybrid, **rrf, **alone, **mmr, **replies, **sessions, **near}
 
 
 async def run_all(spec: Spec, budget: int, ablations: bool = False,

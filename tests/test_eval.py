@@ -357,11 +357,11 @@ async def test_locomo_dev_quality_and_recency_cost() -> None:
     spec = load_locomo(LOCOMO)
     defaults = await evaluate(spec, ks=(5, 10))
     flat = await evaluate(spec, Config(recency_weight=0.0), ks=(5, 10))
-    # Measured: defaults recall@5 0.632, @10 0.717, @512tok 0.751; relevance-only
-    # 0.640 / 0.719. The lexical targets are 0.60 and 0.70; recency may
-    # cost at most 2 points of recall@5.
-    assert defaults.overall("recall@5") >= 0.60
-    assert defaults.overall("recall@10") >= 0.70
+    # Measured: defaults recall@5 0.644, @10 0.735, @512tok 0.773; relevance-only
+    # 0.653 / 0.737. The lexical targets are 0.60 and 0.70 (gated just under
+    # the measured values); recency may cost at most 2 points of recall@5.
+    assert defaults.overall("recall@5") >= 0.64
+    assert defaults.overall("recall@10") >= 0.73
     assert flat.overall("recall@5") - defaults.overall("recall@5") <= 0.02
 
 
@@ -378,8 +378,9 @@ async def test_locomo_dev_hybrid_is_never_below_lexical() -> None:
     spec = load_locomo(LOCOMO)
     lexical = await evaluate(spec, ks=(5, 10))
     hybrid = await evaluate(spec, Config(embedder=model), ks=(5, 10))
-    # Measured: hybrid 0.645 / 0.732 / 0.762 (recall@5 / @10 / @512tok) against
-    # lexical 0.632 / 0.717 / 0.751.
+    # Measured: hybrid 0.659 / 0.751 / 0.787 (recall@5 / @10 / @512tok) against
+    # lexical 0.644 / 0.735 / 0.773. The targets are 0.65 and 0.75.
     for metric in ("recall@5", "recall@10", "recall@budget", "mrr"):
         assert hybrid.overall(metric) >= lexical.overall(metric), metric
-    assert hybrid.overall("recall@10") >= 0.72
+    assert hybrid.overall("recall@5") >= 0.655
+    assert hybrid.overall("recall@10") >= 0.75

@@ -87,6 +87,30 @@ async def test_fusion_combines_both_sides_and_weight_zero_is_bm25_alone() -> Non
     assert rrf[0] == "deploy notes for the big friday release"
 
 
+async def test_weighted_fusion_scales_bm25_min_max_over_the_matches(mem: ContextForge) -> None:
+    # Three BM25 matches of decreasing strength, and a dense-only entry.
+    await mem.save("deploy deploy", scope="s", embedding=DEPLOY)
+    await mem.save("deploy the new build", scope="s", embedding=[0.6, 0.8, 0.0])
+    await mem.save("deploy it after lunch on friday with the team", scope="s", embedding=PET)
+    await mem.save("the cat sleeps", scope="s", embedding=[0.8, 0.0, 0.6])
+    hits = await mem.query("deploy", "s", 1000, embedding=PET, explain=True)
+    assert len(hits) == 4
+    parts = [h.explain for h in hits]
+    assert all(p is not None for p in parts)
+    bm25 = [p["bm25"] for p in parts if p is not None]
+    low, high = min(b for b in bm25 if b > 0), max(bm25)
+    assert high > low > 0
+    for p in parts:
+        assert p is not None
+        scaled = (p["bm25"] - low) / (high - low) if p["bm25"] > 0 else 0.0
+        dense = p["dense"]
+        assert dense is not None
+        assert p["relevance"] == pytest.approx(0.7 * scaled + 0.3 * max(dense, 0.0), abs=1e-5)
+    # The weakest BM25 match counts 0 on that side, only its cosine (1) counts.
+    weakest = next(h for h in hits if h.content.startswith("deploy it after"))
+    assert weakest.explain is not None and weakest.explain["relevance"] == pytest.approx(0.3, abs=1e-6)
+
+
 async def test_the_configured_embedder_embeds_saves_queries_and_updates_in_batches() -> None:
     embedder = WordEmbedder()
     # Both pet entries get the same vector here: keep near duplicates.

@@ -162,7 +162,8 @@ async def test_tail_commit_and_rebuild_score_alike(tmp_path: Path) -> None:
     same(bulk, small)
 
 
-@pytest.mark.parametrize("field", ["stopword_weight", "context_weight", "date_weight"])
+@pytest.mark.parametrize("field", ["stopword_weight", "context_weight", "date_weight", "reply_weight",
+                                   "session_weight"])
 async def test_weights_are_validated(field: str) -> None:
     for bad in (-0.1, float("nan"), 11.0):
         with pytest.raises(InvalidInputError):
@@ -183,10 +184,47 @@ async def test_a_reply_lifts_the_turn_it_answers() -> None:
         *({"content": c, "session_id": "s3", "timestamp": t0} for c in FILLER),
     ]
     q = "kitten adoption"
-    ids, on = await ids_for(cfg(), entries, q)
+    # The session boost off: it lifts the answered turn too.
+    ids, on = await ids_for(cfg(session_weight=0.0), entries, q)
     assert on[0] == ids[1]
     assert on.index(ids[0]) < on.index(ids[2]), "the answered turn passes the bystander"
-    _, off = await ids_for(cfg(reply_weight=0.0), entries, q)
+    _, off = await ids_for(cfg(reply_weight=0.0, session_weight=0.0), entries, q)
     assert off.index(ids[0]) > off.index(ids[2])
     # A reply lends only backwards: the bystander's order against the reply is unchanged.
     assert on.index(ids[1]) < on.index(ids[2]) and off.index(ids[1]) < off.index(ids[2])
+
+
+async def test_a_strong_turn_lifts_the_weak_turns_of_its_session() -> None:
+    # Context and replies off: only the session boost can tell the weak turns apart.
+    only = {"context_weight": 0.0, "reply_weight": 0.0}
+    weak_here = {"content": "the kitten is asleep on the sofa", "session_id": "a"}
+    strong = {"content": "the kitten adoption went well, the kitten adoption is done", "session_id": "a"}
+    # As weak (the same length, the same one query word), in another session;
+    # saved last, so it wins the tie without the boost.
+    weak_there = {"content": "the kitten is hungry on the sofa", "session_id": "b"}
+    fill = [{"content": c, "session_id": "c"} for c in FILLER]
+    entries = [weak_here, strong, weak_there, *fill]
+    q = "kitten adoption"
+
+    async def scores(config: Config, entries: Sequence[Mapping[str, object]]) -> list[float]:
+        async with await ContextForge.open(config) as cf:
+            ids = await cf.save_many([{"dedupe": False, **e} for e in entries])
+            hits = {h.id: h.score for h in await cf.query(q, None, 1 << 20, now=NOW)}
+            return [hits[i] for i in ids[:3]]
+
+    on = await scores(cfg(**only), entries)
+    assert on[1] > on[0] > on[2]
+    off = await scores(cfg(session_weight=0.0, **only), entries)
+    assert off[0] == off[2] and off[1] > off[0]
+    assert on[0] == pytest.approx(off[0] + 0.5 * off[1], rel=1e-5)
+    assert on[2] == pytest.approx(off[2] * 1.5, rel=1e-5), "its own session of one"
+    _, order_off = await ids_for(cfg(session_weight=0.0, **only), entries, q)
+    ids, order_on = await ids_for(cfg(**only), entries, q)
+    assert order_on.index(ids[0]) < order_on.index(ids[2])
+    assert order_off.index(ids[2]) < order_off.index(ids[0])
+    # Without sessions nothing is boosted; nor by the same session name in another scope.
+    bare = [{"content": e["content"]} for e in entries]
+    assert await scores(cfg(**only), bare) == await scores(cfg(session_weight=0.0, **only), bare)
+    apart = [{**weak_here, "scope": "x"}, {**strong, "scope": "y"}, weak_there, *fill]
+    split = await scores(cfg(**only), apart)
+    assert split[0] == pytest.approx(split[2], rel=1e-6)

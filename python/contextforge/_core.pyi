@@ -99,6 +99,7 @@ class Engine:
         context_weight: float | None = None,
         date_weight: float | None = None,
         reply_weight: float | None = None,
+        session_weight: float | None = None,
         fusion: str | None = None,
         dense_weight: float | None = None,
         rrf_k: float | None = None,

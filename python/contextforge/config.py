@@ -54,6 +54,12 @@ class Config:
             turn is a candidate too: evidence is often stated in one turn and
             echoed, in the words a later question uses, by the reply. ``0``
             turns it off.
+        session_weight: Each candidate with a ``session_id`` gains this times the
+            best relevance among the candidates of its scope and session (its own
+            included, before replies lend): an answer often sits a few turns away
+            from the turn that matches the question best, and that match lifts
+            its session. Entries without a session are not boosted. ``0`` turns
+            it off; at most ``10``.
         embedder: Turns texts into vectors for hybrid retrieval: a sync or async
             callable taking a list of str and returning an ``(n, d)`` array, such
             as :class:`contextforge.embedders.LocalEmbedder` (all-MiniLM-L6-v2,
@@ -63,8 +69,10 @@ class Config:
             ``EmbedderMismatchError`` unless ``open(..., reembed=True)``.
         embed_batch_size: Texts per embedder call.
         fusion: How BM25 and dense matches combine: ``"weighted"`` (the default:
-            ``(1 - dense_weight) * BM25 / best BM25 + dense_weight * cosine``,
-            every candidate scored on both sides) or ``"rrf"`` (reciprocal-rank
+            ``(1 - dense_weight) * BM25' + dense_weight * cosine``, where BM25' is
+            BM25 scaled min-max over the BM25 matches, from 0 for the weakest to 1
+            for the best, and 0 for entries only the dense side found; every
+            candidate scored on both sides) or ``"rrf"`` (reciprocal-rank
             fusion, ``weight / (rrf_k + rank)`` per list).
         dense_weight: The dense side's share, from 0 (BM25 alone) to 1.
         rrf_k: The rank offset of reciprocal-rank fusion.
@@ -106,6 +114,7 @@ class Config:
     context_weight: float = 0.4
     date_weight: float = 0.8
     reply_weight: float = 0.2
+    session_weight: float = 0.5
     embedder: Embedder | None = field(default=None, compare=False)
     embed_batch_size: int = 64
     fusion: Literal["weighted", "rrf"] = "weighted"

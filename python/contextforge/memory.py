@@ -99,6 +99,7 @@ class ContextForge:
                 context_weight=config.context_weight,
                 date_weight=config.date_weight,
                 reply_weight=config.reply_weight,
+                session_weight=config.session_weight,
                 fusion=config.fusion,
                 dense_weight=config.dense_weight,
                 rrf_k=config.rrf_k,

@@ -80,11 +80,20 @@ pub struct Retrieval {
     /// The share of a candidate's relevance lent to the previous turn of its
     /// session (the one it replies to), when that turn is a candidate too.
     pub reply_weight: f32,
+    /// Each candidate with a session gains this times the best relevance (before
+    /// replies lend) among the candidates of its scope and session.
+    pub session_weight: f32,
 }
 
 impl Default for Retrieval {
     fn default() -> Self {
-        Self { stopword_weight: 0.3, context_weight: 0.4, date_weight: 0.8, reply_weight: 0.2 }
+        Self {
+            stopword_weight: 0.3,
+            context_weight: 0.4,
+            date_weight: 0.8,
+            reply_weight: 0.2,
+            session_weight: 0.5,
+        }
     }
 }
 
@@ -93,7 +102,8 @@ impl Default for Retrieval {
 pub enum Fusion {
     /// Reciprocal-rank fusion: each list adds `weight / (rrf_k + rank)`.
     Rrf,
-    /// A weighted sum of BM25 scaled to the best match and cosine similarity.
+    /// A weighted sum of BM25 scaled min-max over the BM25 matches (the best 1,
+    /// the weakest 0) and cosine similarity.
     Weighted,
 }
 
@@ -273,6 +283,7 @@ impl Config {
             ("context_weight", self.retrieval.context_weight),
             ("date_weight", self.retrieval.date_weight),
             ("reply_weight", self.retrieval.reply_weight),
+            ("session_weight", self.retrieval.session_weight),
         ] {
             if !(w.is_finite() && (0.0..=10.0).contains(&w)) {
                 return Err(Error::invalid(format!("{name} must be a number between 0 and 10")));

@@ -78,7 +78,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn cand(id: i64, tokens: u32) -> Candidate {
-        Candidate { id, score: 1.0 / (id as f32 + 1.0), tokens, recency: 1.0, prev: 0 }
+        Candidate { id, score: 1.0 / (id as f32 + 1.0), tokens, recency: 1.0, prev: 0, session: 0 }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::index::schema::scope_key;
 use crate::index::tail::recency_boost;
 use crate::index::{Candidate, SearchRequest};
-use crate::rank::{fuse, jaccard, lend_to_previous, word_set, Duplicates, Ranked};
+use crate::rank::{boost_sessions, fuse, jaccard, lend_to_previous, session_best, word_set, Duplicates, Ranked};
 use crate::pack::pack_checked;
 use crate::render::{render, Context, Order};
 use crate::store::{now_micros, ListFilter};
@@ -156,7 +156,14 @@ impl Engine {
         let ordered = self.diversify(&ranked, &mut prefetched)?;
         let candidates: Vec<Candidate> = ordered
             .iter()
-            .map(|(r, _)| Candidate { id: r.id, score: r.score, tokens: r.tokens, recency: r.recency, prev: r.prev })
+            .map(|(r, _)| Candidate {
+                id: r.id,
+                score: r.score,
+                tokens: r.tokens,
+                recency: r.recency,
+                prev: r.prev,
+                session: r.session,
+            })
             .collect();
         let mut duplicates = Duplicates::new(self.config.mmr.duplicate_similarity);
         // An entry deleted by another process since the index last looked comes
@@ -213,10 +220,9 @@ impl Engine {
     fn rank(&self, query: &Query, request: &SearchRequest) -> Result<Vec<Ranked>> {
         let lexical = self.index.search(request)?;
         let (dim, held) = self.index.vector_shape();
-        let reply_weight = self.config.retrieval.reply_weight;
         let Some(vector) = query.embedding.as_deref().filter(|_| held > 0) else {
             let mut ranked: Vec<Ranked> = lexical.iter().map(Ranked::lexical).collect();
-            lend_to_previous(&mut ranked, reply_weight);
+            self.lend(&mut ranked);
             return Ok(ranked);
         };
         if vector.len() != dim {
@@ -231,9 +237,18 @@ impl Engine {
         let unit = crate::index::dense::unit(vector);
         let recency = |ts| recency_boost(ts, request.now, request.recency_weight, request.half_life_us);
         let mut fused = fuse(&lexical, &dense, &vectors, &unit, &self.config.hybrid, recency);
-        lend_to_previous(&mut fused, reply_weight);
+        self.lend(&mut fused);
         fused.truncate(request.depth);
         Ok(fused)
+    }
+
+    /// Replies lend to the turns they answer, and sessions to their turns, each
+    /// from the candidates' own relevance; best first again.
+    fn lend(&self, ranked: &mut [Ranked]) {
+        let retrieval = self.config.retrieval;
+        let sessions = if retrieval.session_weight > 0.0 { session_best(ranked) } else { HashMap::new() };
+        lend_to_previous(ranked, retrieval.reply_weight);
+        boost_sessions(ranked, &sessions, retrieval.session_weight);
     }
 
     /// Maximal marginal relevance over the best candidates (with `mmr_lambda`

@@ -75,7 +75,8 @@ impl SegmentTopK {
                 recency_boost(cols.ts.get_val(doc), self.now, self.recency_weight, self.half_life_us);
             let tokens = u32::try_from(cols.tokens.get_val(doc)).unwrap_or(u32::MAX);
             let prev = cols.prev.get_val(doc);
-            let candidate = Ranked(Candidate { id, score: relevance * recency, tokens, recency, prev });
+            let session = cols.session.get_val(doc);
+            let candidate = Ranked(Candidate { id, score: relevance * recency, tokens, recency, prev, session });
             if self.heap.len() < self.k {
                 self.heap.push(Reverse(candidate));
             } else if self.heap.peek().is_some_and(|Reverse(worst)| candidate > *worst) {
@@ -160,6 +161,7 @@ struct Columns {
     tokens: Arc<dyn ColumnValues<u64>>,
     expires: Arc<dyn ColumnValues<i64>>,
     prev: Arc<dyn ColumnValues<i64>>,
+    session: Arc<dyn ColumnValues<u64>>,
 }
 
 impl Columns {
@@ -171,6 +173,7 @@ impl Columns {
             tokens: fast.u64("tokens")?.first_or_default_col(0),
             expires: fast.i64("expires")?.first_or_default_col(i64::MAX),
             prev: fast.i64("prev")?.first_or_default_col(0),
+            session: fast.u64("session_key")?.first_or_default_col(0),
         })
     }
 }

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use super::schema::scope_key;
+use super::schema::{scope_key, session_key};
 use super::search::SearchRequest;
 use crate::entry::{Entry, Micros};
 
@@ -24,6 +24,8 @@ pub struct Dense {
 #[derive(Default)]
 struct Block {
     entries: Vec<Entry>,
+    /// `session_key` of each entry, computed once.
+    sessions: Vec<u64>,
     data: Vec<f32>,
 }
 
@@ -34,6 +36,8 @@ pub struct Neighbour {
     pub cosine: f32,
     pub timestamp: Micros,
     pub tokens: u32,
+    /// `schema::session_key` of the entry (0 for none).
+    pub session: u64,
 }
 
 impl Dense {
@@ -62,6 +66,7 @@ impl Dense {
         let block = self.blocks.entry(key.clone()).or_default();
         block.data.extend(unit(vector));
         block.entries.push(Entry { content: String::new(), ..entry.clone() });
+        block.sessions.push(session_key(entry));
         self.slots.insert(id, (key, block.entries.len() - 1));
     }
 
@@ -70,6 +75,7 @@ impl Dense {
         let Some(block) = self.blocks.get_mut(&key) else { return };
         let last = block.entries.len() - 1;
         block.entries.swap_remove(row);
+        block.sessions.swap_remove(row);
         if row != last {
             let (from, to) = (last * self.dim, row * self.dim);
             block.data.copy_within(from..from + self.dim, to);
@@ -104,7 +110,8 @@ impl Dense {
         };
         let mut found: Vec<Neighbour> = Vec::new();
         for block in blocks {
-            for (entry, row) in block.entries.iter().zip(block.data.chunks_exact(self.dim)) {
+            let rows = block.entries.iter().zip(&block.sessions).zip(block.data.chunks_exact(self.dim));
+            for ((entry, &session), row) in rows {
                 if !req.admits(entry) {
                     continue;
                 }
@@ -113,6 +120,7 @@ impl Dense {
                     cosine: dot(&query, row),
                     timestamp: entry.timestamp,
                     tokens: entry.tokens,
+                    session,
                 });
             }
         }

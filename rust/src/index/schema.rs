@@ -35,6 +35,8 @@ pub struct Fields {
     pub expires: Field,
     /// The previous turn's id (0 for none), for `Retrieval::reply_weight`.
     pub prev: Field,
+    /// `session_key` of the entry's scope and session, for `Retrieval::session_weight`.
+    pub session_key: Field,
     /// Top-level scalar metadata as `key=<json value>` terms, for equality filters.
     pub meta: Field,
 }
@@ -59,6 +61,7 @@ pub fn build() -> (Schema, Fields) {
         tokens: builder.add_u64_field("tokens", FAST),
         expires: builder.add_i64_field("expires", FAST),
         prev: builder.add_i64_field("prev", FAST),
+        session_key: builder.add_u64_field("session_key", FAST),
         meta: builder.add_text_field("meta", STRING),
     };
     (builder.build(), fields)
@@ -151,6 +154,18 @@ pub fn scope_key(scope: Option<&str>) -> &str {
     scope.unwrap_or(GLOBAL_SCOPE)
 }
 
+/// A stable, nonzero hash (FNV-1a) of an entry's scope and session; 0 for an
+/// entry without a session. Stored in the index, so it must not change between
+/// versions.
+pub fn session_key(entry: &Entry) -> u64 {
+    let Some(session) = &entry.session_id else { return 0 };
+    let fnv = |h: u64, b: &u8| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    let scope = scope_key(entry.scope.as_deref()).as_bytes();
+    // 0xff never occurs in UTF-8: the scope cannot run into the session.
+    let h = [0xff].iter().chain(session.as_bytes()).fold(scope.iter().fold(0xcbf2_9ce4_8422_2325, fnv), fnv);
+    h.max(1)
+}
+
 pub fn document(fields: &Fields, entry: &Entry, extra: &Extra) -> TantivyDocument {
     let mut doc = TantivyDocument::default();
     doc.add_i64(fields.id, entry.id);
@@ -166,6 +181,7 @@ pub fn document(fields: &Fields, entry: &Entry, extra: &Extra) -> TantivyDocumen
     doc.add_u64(fields.tokens, u64::from(entry.tokens));
     doc.add_i64(fields.expires, entry.expires_at.unwrap_or(i64::MAX));
     doc.add_i64(fields.prev, extra.prev);
+    doc.add_u64(fields.session_key, session_key(entry));
     for term in metadata_terms(entry.metadata.as_deref()) {
         doc.add_text(fields.meta, term);
     }

@@ -62,6 +62,8 @@ pub struct Candidate {
     pub recency: f32,
     /// The previous turn of the entry's session (the one it answers), or 0.
     pub prev: i64,
+    /// `schema::session_key` of the entry's scope and session (0 for none).
+    pub session: u64,
 }
 
 impl SearchIndex {
@@ -265,6 +267,7 @@ fn search_tail(
                     tokens: doc.entry.tokens,
                     recency,
                     prev: doc.extra.prev,
+                    session: schema::session_key(&doc.entry),
                 }
             })
         })

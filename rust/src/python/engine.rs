@@ -119,7 +119,7 @@ fn list_filter((has_scope, scope, kind, session_id, since, until): Filter) -> Li
 #[pymethods]
 impl Engine {
     #[staticmethod]
-    #[pyo3(signature = (path, *, auth_token, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms, scrub, scrub_pii, scrub_metadata, max_entries_per_scope, eviction, stopword_weight=None, context_weight=None, date_weight=None, reply_weight=None, fusion=None, dense_weight=None, rrf_k=None, mmr_lambda=None, duplicate_similarity=None, mmr_window=None))]
+    #[pyo3(signature = (path, *, auth_token, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms, scrub, scrub_pii, scrub_metadata, max_entries_per_scope, eviction, stopword_weight=None, context_weight=None, date_weight=None, reply_weight=None, session_weight=None, fusion=None, dense_weight=None, rrf_k=None, mmr_lambda=None, duplicate_similarity=None, mmr_window=None))]
     #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,
@@ -142,6 +142,7 @@ impl Engine {
         context_weight: Option<f32>,
         date_weight: Option<f32>,
         reply_weight: Option<f32>,
+        session_weight: Option<f32>,
         fusion: Option<String>,
         dense_weight: Option<f32>,
         rrf_k: Option<f32>,
@@ -167,6 +168,7 @@ impl Engine {
             context_weight: context_weight.unwrap_or(d.context_weight),
             date_weight: date_weight.unwrap_or(d.date_weight),
             reply_weight: reply_weight.unwrap_or(d.reply_weight),
+            session_weight: session_weight.unwrap_or(d.session_weight),
         };
         let eviction = Eviction::parse(&eviction).map_err(to_py)?;
         let tokenizer = TokenizerSpec::parse(&tokenizer).map_err(to_py)?;
@@ -475,6 +477,7 @@ pub fn default_config(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>
     d.set_item("context_weight", c.retrieval.context_weight)?;
     d.set_item("date_weight", c.retrieval.date_weight)?;
     d.set_item("reply_weight", c.retrieval.reply_weight)?;
+    d.set_item("session_weight", c.retrieval.session_weight)?;
     d.set_item("fusion", c.hybrid.fusion.name())?;
     d.set_item("dense_weight", c.hybrid.dense_weight)?;
     d.set_item("rrf_k", c.hybrid.rrf_k)?;

@@ -20,6 +20,8 @@ pub struct Ranked {
     /// The previous turn of the entry's session, or 0 (unknown for entries
     /// only the dense side found).
     pub prev: i64,
+    /// `schema::session_key` of the entry's scope and session, 0 for none.
+    pub session: u64,
 }
 
 impl Ranked {
@@ -37,6 +39,7 @@ impl Ranked {
             bm25: c.score / c.recency,
             dense: None,
             prev: c.prev,
+            session: c.session,
         }
     }
 }
@@ -45,7 +48,12 @@ impl Ranked {
 /// first). `vectors` holds the unit vectors of lexical candidates, so that a
 /// weighted fusion scores every candidate on both sides; `query` is the unit
 /// query vector and `recency` the multiplier for an entry of a given time (BM25
-/// candidates carry theirs). The result is best first.
+/// candidates carry theirs). The result is best first: BM25 candidates (unless
+/// `dense_weight` is 1) and whatever else scores above 0.
+///
+/// Weighted fusion scales BM25 min-max over the lexical list: the best match 1,
+/// the weakest 0 (all 1 when they are equal), so the dense side decides among
+/// the weak BM25 matches instead of being swamped by their common floor.
 pub fn fuse(
     lexical: &[Candidate],
     dense: &[Neighbour],
@@ -69,14 +77,22 @@ pub fn fuse(
             bm25: 0.0,
             dense: Some(n.cosine),
             prev: 0,
+            session: n.session,
         });
     }
     let relevance: HashMap<i64, f32> = match hybrid.fusion {
         Fusion::Weighted => {
-            let best = lexical.iter().map(|c| c.score / c.recency).fold(0.0f32, f32::max);
+            let (low, high) = lexical
+                .iter()
+                .map(|c| c.score / c.recency)
+                .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)));
             out.values()
                 .map(|r| {
-                    let bm25 = if best > 0.0 { r.bm25 / best } else { 0.0 };
+                    let bm25 = match r.bm25 {
+                        x if x <= 0.0 => 0.0,
+                        _ if high <= low => 1.0,
+                        x => (x - low) / (high - low),
+                    };
                     let cosine = r.dense.unwrap_or(0.0).max(0.0);
                     (r.id, (1.0 - w) * bm25 + w * cosine)
                 })
@@ -98,7 +114,9 @@ pub fn fuse(
     let mut ranked: Vec<Ranked> = out
         .into_values()
         .map(|r| Ranked { score: relevance[&r.id] * r.recency, ..r })
-        .filter(|r| r.score > 0.0)
+        // A BM25 match stays while BM25 counts at all, even the weakest (0 after
+        // min-max scaling): `dense_weight` 0 is BM25 alone, 1 dense alone.
+        .filter(|r| r.score > 0.0 || (w < 1.0 && r.bm25 > 0.0))
         .collect();
     ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
     ranked
@@ -109,11 +127,11 @@ mod tests {
     use super::*;
 
     fn cand(id: i64, relevance: f32) -> Candidate {
-        Candidate { id, score: relevance, tokens: 5, recency: 1.0, prev: 0 }
+        Candidate { id, score: relevance, tokens: 5, recency: 1.0, prev: 0, session: 0 }
     }
 
     fn near(id: i64, cosine: f32) -> Neighbour {
-        Neighbour { id, cosine, timestamp: 0, tokens: 5 }
+        Neighbour { id, cosine, timestamp: 0, tokens: 5, session: 0 }
     }
 
     fn ids(r: &[Ranked]) -> Vec<i64> {
@@ -122,16 +140,47 @@ mod tests {
 
     #[test]
     fn weighted_fusion_scores_both_sides_of_every_candidate() {
-        let lexical = [cand(1, 10.0), cand(2, 9.0)];
+        let lexical = [cand(1, 10.0), cand(2, 9.0), cand(4, 8.0)];
         let dense = [near(3, 0.9), near(2, 0.8)];
         let vectors = HashMap::from([(1, vec![0.0, 1.0]), (2, vec![0.8, 0.6])]);
         let hybrid = Hybrid { fusion: Fusion::Weighted, dense_weight: 0.5, rrf_k: 60.0 };
         let r = fuse(&lexical, &dense, &vectors, &[1.0, 0.0], &hybrid, |_| 1.0);
-        // 2: 0.5*0.9 + 0.5*0.8 = 0.85; 1: 0.5*1 + 0 = 0.5; 3: 0.45.
-        assert_eq!(ids(&r), vec![2, 1, 3]);
-        assert!((r[0].relevance() - 0.85).abs() < 1e-6);
+        // 2: 0.5*0.5 + 0.5*0.8 = 0.65; 1: 0.5*1 + 0 = 0.5; 3: 0.45; 4: 0, kept.
+        assert_eq!(ids(&r), vec![2, 1, 3, 4]);
+        assert!((r[0].relevance() - 0.65).abs() < 1e-6);
         assert_eq!(r[1].dense, Some(0.0));
         assert_eq!(r[2].bm25, 0.0);
+        assert_eq!((r[3].score, r[3].bm25), (0.0, 8.0));
+    }
+
+    #[test]
+    fn weighted_fusion_scales_bm25_min_max_over_the_lexical_list() {
+        let hybrid = Hybrid { fusion: Fusion::Weighted, dense_weight: 0.3, rrf_k: 60.0 };
+        let relevance = |lexical: &[Candidate], dense: &[Neighbour]| {
+            let mut r: Vec<(i64, f32)> = fuse(lexical, dense, &HashMap::new(), &[1.0], &hybrid, |_| 1.0)
+                .iter()
+                .map(|r| (r.id, r.relevance()))
+                .collect();
+            r.sort_by_key(|(id, _)| *id);
+            r
+        };
+        // BM25 10 / 5 / 4 -> 1 / 1/6 / 0, recency left out; dense-only 0.
+        let lexical = [
+            cand(1, 10.0),
+            Candidate { score: 10.0, recency: 2.0, ..cand(2, 0.0) },
+            cand(3, 4.0),
+        ];
+        let dense = [near(3, 0.9), near(2, 0.5), near(5, 0.4), near(1, 0.1)];
+        let got = relevance(&lexical, &dense);
+        let want = [(1, 0.7 + 0.03), (2, 0.7 / 6.0 + 0.15), (3, 0.27), (5, 0.12)];
+        for ((id, r), (wid, w)) in got.iter().zip(want) {
+            assert_eq!(*id, wid);
+            assert!((r - w).abs() < 1e-6, "{id}: {r} != {w}");
+        }
+        // Equal BM25 (or one match) counts fully.
+        let got = relevance(&[cand(1, 3.0), cand(2, 3.0)], &[]);
+        assert_eq!(got, vec![(1, 0.7), (2, 0.7)]);
+        assert_eq!(relevance(&[cand(1, 0.5)], &[near(2, 0.5)]), vec![(1, 0.7), (2, 0.15)]);
     }
 
     #[test]
