@@ -145,7 +145,7 @@ class CachedEmbedder:
 
 def sweep_configs(embedder: CachedEmbedder) -> dict[str, Config]:
     hybrid = {f"hybrid, dense_weight={w}": Config(embedder=embedder, dense_weight=w)
-              for w in (0.2, 0.4, 0.5)}
+              for w in (0.3, 0.4, 0.6)}
     rrf = {f"hybrid, rrf, dense_weight={w}": Config(embedder=embedder, fusion="rrf",
                                                    dense_weight=w) for w in (0.3, 0.5)}
     mmr = {f"lexical, mmr_lambda={lam}": Config(mmr_lambda=lam) for lam in (0.9, 0.8, 0.7, 0.5)}

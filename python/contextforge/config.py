@@ -118,7 +118,7 @@ class Config:
     embedder: Embedder | None = field(default=None, compare=False)
     embed_batch_size: int = 64
     fusion: Literal["weighted", "rrf"] = "weighted"
-    dense_weight: float = 0.3
+    dense_weight: float = 0.5
     rrf_k: float = 60.0
     mmr_lambda: float = 1.0
     duplicate_similarity: float = 0.9

@@ -138,7 +138,7 @@ pub struct Hybrid {
 
 impl Default for Hybrid {
     fn default() -> Self {
-        Self { fusion: Fusion::Weighted, dense_weight: 0.3, rrf_k: 60.0 }
+        Self { fusion: Fusion::Weighted, dense_weight: 0.5, rrf_k: 60.0 }
     }
 }
 

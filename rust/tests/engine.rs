@@ -287,6 +287,34 @@ fn list_pages_newest_first() {
 }
 
 #[test]
+fn a_clean_close_leaves_a_mark_that_only_the_next_open_trusts() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = file_config(&dir);
+    let mark = dir.path().join("memory.db.index").join("closed-cleanly");
+    let engine = Engine::open(config.clone()).unwrap();
+    let first = engine.save(NewEntry::new("marked entry one")).unwrap();
+    assert!(!mark.exists());
+    engine.close().unwrap();
+    assert!(mark.exists(), "a clean close vouches for the index it leaves");
+
+    let engine = Engine::open(config.clone()).unwrap();
+    assert!(!mark.exists(), "an open session must not vouch for itself: it may yet crash");
+    assert_eq!(query(&engine, "marked", None), vec![first]);
+    let second = engine.save(NewEntry::new("marked entry two")).unwrap();
+    engine.close().unwrap();
+    assert!(mark.exists());
+
+    // A mark naming another commit than the index's is not trusted: the open
+    // counts (and finds the index whole).
+    std::fs::write(&mark, "999999").unwrap();
+    let engine = Engine::open(config).unwrap();
+    assert!(!mark.exists());
+    let mut found = query(&engine, "marked", None);
+    found.sort_unstable();
+    assert_eq!(found, vec![first, second]);
+}
+
+#[test]
 fn a_batch_of_many_chunks_is_saved_whole_and_indexed_whole() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::open(file_config(&dir)).unwrap();

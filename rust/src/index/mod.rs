@@ -4,6 +4,7 @@
 //! last change they include, so on open it applies only what it missed, and a
 //! missing or unreadable index is rebuilt from the database.
 
+mod clean;
 mod collect;
 pub mod dense;
 mod flusher;
@@ -13,8 +14,8 @@ mod stats;
 pub mod tail;
 
 use std::collections::HashMap;
-use std::path::Path;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 use tantivy::directory::MmapDirectory;
@@ -53,6 +54,10 @@ pub struct SearchIndex {
     /// The newest change applied to the view; guarded for writes by `apply_lock`.
     applied: AtomicI64,
     apply_lock: Mutex<()>,
+    /// The directory, when this process owns it (not an in-RAM index).
+    dir: Option<PathBuf>,
+    /// A commit failed this session: the next open must count, not trust.
+    commit_failed: AtomicBool,
 }
 
 impl SearchIndex {
@@ -76,21 +81,30 @@ impl SearchIndex {
                 }
             },
         };
+        let index = index.owning(on_disk);
+        let closed_cleanly = on_disk.is_some_and(|dir| clean::take(dir, index.applied()));
         index.load_vectors(store)?;
         index.catch_up(store)?;
         // A commit that half-failed (a full disk) can leave an index whose payload
         // claims changes its segments lack: a count that disagrees means rebuild.
+        let Some(dir) = on_disk.filter(|_| !closed_cleanly) else { return Ok(index) };
         let indexed = index.view.read().searcher.num_docs();
         let stored = u64::try_from(store.count(&crate::store::ListFilter::default())?).unwrap_or(0);
-        if let (Some(dir), true) = (on_disk, indexed != stored) {
+        if indexed != stored {
             log::warn!("rebuilding the search index at {}: it holds {indexed} of {stored} entries", dir.display());
             drop(index);
-            let index = Self::create(Some(dir))?;
+            let index = Self::create(Some(dir))?.owning(Some(dir));
             index.load_vectors(store)?;
             index.catch_up(store)?;
             return Ok(index);
         }
         Ok(index)
+    }
+
+    /// Records the directory this index owns, where a clean close leaves its mark.
+    fn owning(mut self, dir: Option<&Path>) -> Self {
+        self.dir = dir.map(Path::to_path_buf);
+        self
     }
 
     fn open_dir(dir: &Path, head: i64) -> Result<Self> {
@@ -145,6 +159,8 @@ impl SearchIndex {
             dense: RwLock::default(),
             applied: AtomicI64::new(committed),
             apply_lock: Mutex::new(()),
+            dir: None,
+            commit_failed: AtomicBool::new(false),
         })
     }
 
@@ -325,6 +341,7 @@ impl SearchIndex {
         let writer = guard.as_mut().ok_or(Error::Closed)?;
         let result = self.commit_tail(writer, changes, extras);
         if result.is_err() {
+            self.commit_failed.store(true, Ordering::Release);
             reset_writer(&mut guard);
         }
         result
@@ -339,6 +356,7 @@ impl SearchIndex {
         }
         let result = self.commit_tail(writer, &[], &[]);
         if result.is_err() {
+            self.commit_failed.store(true, Ordering::Release);
             reset_writer(&mut guard);
         }
         result
@@ -386,8 +404,13 @@ impl SearchIndex {
     /// Flushes and releases the index writer (and its directory lock).
     pub fn close(&self) -> Result<()> {
         self.flush()?;
-        if let Some(writer) = self.writer.lock().take() {
-            writer.wait_merging_threads()?;
+        let Some(writer) = self.writer.lock().take() else { return Ok(()) };
+        let index = writer.index().clone();
+        writer.wait_merging_threads()?;
+        if let (Some(dir), false) = (&self.dir, self.commit_failed.load(Ordering::Acquire)) {
+            if let Some(committed) = index.load_metas()?.payload.and_then(|p| p.parse().ok()) {
+                clean::leave(dir, committed);
+            }
         }
         Ok(())
     }

@@ -9,7 +9,7 @@ use super::vocab::Vocab;
 
 /// A tiktoken vocabulary and its pre-tokenising pattern.
 pub struct Bpe {
-    vocab: Vocab,
+    vocab: Vocab<'static>,
     splitter: Splitter,
 }
 
@@ -17,9 +17,9 @@ pub struct Bpe {
 const NONE: u32 = u32::MAX;
 
 impl Bpe {
-    fn load(tiktoken: &str, pattern: &str) -> Self {
+    fn load(image: &'static [u8], pattern: &str) -> Self {
         // Both inputs are compiled in and checked by the tests.
-        let vocab = Vocab::parse(tiktoken).expect("built-in vocabulary parses");
+        let vocab = Vocab::new(image).expect("built-in vocabulary image is valid");
         let splitter = Splitter::new(pattern).expect("built-in pattern compiles");
         Bpe { vocab, splitter }
     }
@@ -27,13 +27,13 @@ impl Bpe {
     /// o200k_base, loaded once per process.
     pub fn o200k() -> &'static Self {
         static BPE: OnceLock<Bpe> = OnceLock::new();
-        BPE.get_or_init(|| Bpe::load(include_str!("data/o200k_base.tiktoken"), split::O200K))
+        BPE.get_or_init(|| Bpe::load(include_bytes!("data/o200k_base.bin"), split::O200K))
     }
 
     /// cl100k_base, loaded once per process.
     pub fn cl100k() -> &'static Self {
         static BPE: OnceLock<Bpe> = OnceLock::new();
-        BPE.get_or_init(|| Bpe::load(include_str!("data/cl100k_base.tiktoken"), split::CL100K))
+        BPE.get_or_init(|| Bpe::load(include_bytes!("data/cl100k_base.bin"), split::CL100K))
     }
 
     /// The bytes of tokens `ids`, or the first id that is not an ordinary token

@@ -4,6 +4,8 @@
 //! tiktoken's counts, in under a quarter of the memory of `tiktoken_rs::CoreBPE`.
 
 mod bpe;
+#[cfg(test)]
+mod generate;
 mod split;
 #[cfg(test)]
 mod tests;
@@ -26,10 +28,10 @@ pub enum TokenCounter {
 }
 
 impl TokenCounter {
-    /// A built-in vocabulary starts loading on a background thread (it takes
-    /// some tens of ms), so opening a store does not wait for it; the first count
-    /// does, if it comes sooner. A tokenizer file is read at once, so a bad one
-    /// fails here.
+    /// A built-in vocabulary starts loading on a background thread (its image
+    /// is read in place, but compiling its pre-tokenising regex takes a few ms),
+    /// so opening a store does not wait for it; the first count does, if it comes
+    /// sooner. A tokenizer file is read at once, so a bad one fails here.
     pub fn load(spec: &TokenizerSpec) -> Result<Self> {
         let builtin = |vocabulary: Vocabulary| {
             std::thread::spawn(move || {

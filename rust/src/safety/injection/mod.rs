@@ -99,6 +99,7 @@ pub fn detect(text: &str) -> Vec<Risk> {
         if candidates & risk.bit() == 0 {
             continue;
         }
+        let regex = regex.get();
         let hit = match risk {
             Risk::InstructionOverride => regex
                 .find_iter(&folded)
@@ -114,7 +115,7 @@ pub fn detect(text: &str) -> Vec<Risk> {
     }
     if found & Risk::InstructionOverride.bit() == 0 && spells_out_letters(&folded) {
         let compact: String = folded.chars().filter(|c| c.is_alphanumeric()).collect();
-        if tables.compact.is_match(&compact) {
+        if tables.compact.get().is_match(&compact) {
             found |= Risk::InstructionOverride.bit();
         }
     }
@@ -553,34 +554,65 @@ const KNOWN_HOSTS: &str = "google.com youtube.com youtu.be bing.com duckduckgo.c
 
 struct Tables {
     prefilter: Prefilter,
-    regexes: Vec<(Risk, Regex)>,
-    compact: Regex,
-    markdown_link: Regex,
-    html_link: Regex,
-    opened_url: Regex,
+    regexes: [(Risk, Lazy); 4],
+    compact: Lazy,
+    markdown_link: Lazy,
+    html_link: Lazy,
+    opened_url: Lazy,
+}
+
+/// A regex compiled on first use. The prefilter clears most texts before any
+/// regex runs, so a fresh process (a cold open's first query) does not pay
+/// tens of milliseconds to compile regexes that its texts never reach.
+struct Lazy {
+    regex: OnceLock<Regex>,
+    make: fn() -> Regex,
+}
+
+impl Lazy {
+    const fn new(make: fn() -> Regex) -> Self {
+        Self {
+            regex: OnceLock::new(),
+            make,
+        }
+    }
+
+    fn get(&self) -> &Regex {
+        self.regex.get_or_init(self.make)
+    }
+}
+
+/// A pattern with `{SENSITIVE}` filled in and spaces standing for separators.
+fn spaced(pattern: &str) -> String {
+    pattern.replace("{SENSITIVE}", SENSITIVE).replace(' ', SEP)
 }
 
 fn tables() -> &'static Tables {
     static TABLES: OnceLock<Tables> = OnceLock::new();
-    TABLES.get_or_init(|| {
-        let spaced = |p: &str| p.replace("{SENSITIVE}", SENSITIVE).replace(' ', SEP);
-        let exfiltration: Vec<String> = EXFILTRATION.iter().map(|p| spaced(p)).collect();
-        Tables {
-            prefilter: Prefilter::new(),
-            regexes: vec![
-                (
-                    Risk::InstructionOverride,
-                    alternation(OVERRIDE.iter().map(|p| spaced(p))),
-                ),
-                (Risk::RoleTag, alternation(ROLE_TAG.iter().copied())),
-                (Risk::ToolCall, alternation(TOOL_CALL.iter().copied())),
-                (Risk::Exfiltration, alternation(exfiltration)),
-            ],
-            compact: alternation([COMPACT]),
-            markdown_link: alternation([MARKDOWN_LINK]),
-            html_link: alternation([HTML_LINK]),
-            opened_url: alternation([OPENED_URL]),
-        }
+    TABLES.get_or_init(|| Tables {
+        prefilter: Prefilter::new(),
+        regexes: [
+            (
+                Risk::InstructionOverride,
+                Lazy::new(|| alternation(OVERRIDE.iter().map(|p| spaced(p)))),
+            ),
+            (
+                Risk::RoleTag,
+                Lazy::new(|| alternation(ROLE_TAG.iter().copied())),
+            ),
+            (
+                Risk::ToolCall,
+                Lazy::new(|| alternation(TOOL_CALL.iter().copied())),
+            ),
+            (
+                Risk::Exfiltration,
+                Lazy::new(|| alternation(EXFILTRATION.iter().map(|p| spaced(p)))),
+            ),
+        ],
+        compact: Lazy::new(|| alternation([COMPACT])),
+        markdown_link: Lazy::new(|| alternation([MARKDOWN_LINK])),
+        html_link: Lazy::new(|| alternation([HTML_LINK])),
+        opened_url: Lazy::new(|| alternation([OPENED_URL])),
     })
 }
 
@@ -608,14 +640,17 @@ fn alternation<S: AsRef<str>>(patterns: impl IntoIterator<Item = S>) -> Regex {
 fn leaky_url(tables: &Tables, text: &str) -> bool {
     let markdown = tables
         .markdown_link
+        .get()
         .captures_iter(text)
         .map(|c| (c[1].is_empty(), c.get(2).map_or("", |m| m.as_str())));
     let html = tables
         .html_link
+        .get()
         .captures_iter(text)
         .map(|c| (&c[1] == "a", c.get(2).map_or("", |m| m.as_str())));
     let opened = tables
         .opened_url
+        .get()
         .captures_iter(text)
         .map(|c| (true, c.get(1).map_or("", |m| m.as_str())));
     markdown.chain(html).chain(opened).any(|(is_link, url)| {

@@ -5,7 +5,10 @@ use super::*;
 fn every_pattern_compiles_and_matches_its_own_trigger() {
     let t = tables();
     assert_eq!(t.regexes.len(), 4);
-    assert!(t.compact.is_match("ignoreallpreviousinstructions"));
+    for (_, regex) in &t.regexes {
+        regex.get();
+    }
+    assert!(t.compact.get().is_match("ignoreallpreviousinstructions"));
 }
 
 #[test]
@@ -67,6 +70,7 @@ fn ungated(text: &str) -> Vec<Risk> {
     for (risk, regex) in &t.regexes {
         let negate = *risk == Risk::InstructionOverride;
         if regex
+            .get()
             .find_iter(&folded)
             .any(|m| !(negate && negated(&folded[..m.start()])))
         {
@@ -79,7 +83,7 @@ fn ungated(text: &str) -> Vec<Risk> {
     let compact: String = folded.chars().filter(|c| c.is_alphanumeric()).collect();
     if found & Risk::InstructionOverride.bit() == 0
         && spells_out_letters(&folded)
-        && t.compact.is_match(&compact)
+        && t.compact.get().is_match(&compact)
     {
         found |= Risk::InstructionOverride.bit();
     }
