@@ -317,7 +317,9 @@ fn a_clean_close_leaves_a_mark_that_only_the_next_open_trusts() {
 #[test]
 fn a_batch_of_many_chunks_is_saved_whole_and_indexed_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(file_config(&dir)).unwrap();
+    let mut config = file_config(&dir);
+    config.flush_ms = 3_600_000; // the last, partial page stays in the tail
+    let engine = Engine::open(config).unwrap();
     // Larger than the save chunk (8192) and the index's commit slice (10,000),
     // with repeats across chunks and one session running through all of them.
     let n = 20_500;
@@ -343,6 +345,10 @@ fn a_batch_of_many_chunks_is_saved_whole_and_indexed_whole() {
             assert!(created, "item {i}");
         }
     }
+    // The pages committed one by one were merged into one segment.
+    let meta = std::fs::read_to_string(dir.path().join("memory.db.index").join("meta.json")).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
+    assert_eq!(meta["segments"].as_array().map(Vec::len), Some(1), "{meta}");
     let distinct: std::collections::BTreeSet<i64> = saved.iter().map(|(id, _)| *id).collect();
     assert_eq!(engine.count(&ListFilter::default()).unwrap(), distinct.len() as i64);
     let mut q = Query::new("chunked item", 100_000_000).in_scope("c");
