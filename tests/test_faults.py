@@ -365,6 +365,39 @@ async def test_damaged_index_is_rebuilt(tmp_path: Path, how: str) -> None:
         await assert_answers(cf, expected)
 
 
+async def test_open_counts_entries_unless_a_clean_close_vouches_for_the_index(tmp_path: Path) -> None:
+    """An index whose payload claims a change its segments lack (what a commit that
+    half-failed leaves) is found out by the open's count and rebuilt, unless the
+    mark of a clean close names that payload: the mark is what spares the count."""
+    path = str(tmp_path / "memory.db")
+    index = Path(path + ".index")
+    mark = index / "closed-cleanly"
+    async with await ContextForge.open(path) as cf:
+        await cf.save("first walrus", scope="s")
+    shutil.copytree(index, tmp_path / "old-index")
+    async with await ContextForge.open(path) as cf:
+        await cf.save("second walrus", scope="s")
+    payload = json.loads((index / "meta.json").read_text())["payload"]
+    assert mark.read_text() == payload
+
+    def lose_the_second_save(mark_text: str) -> None:
+        shutil.rmtree(index)
+        shutil.copytree(tmp_path / "old-index", index)
+        meta = json.loads((index / "meta.json").read_text())
+        meta["payload"] = payload
+        (index / "meta.json").write_text(json.dumps(meta))
+        mark.write_text(mark_text)
+
+    lose_the_second_save(payload)  # the mark vouches: trusted, not counted
+    async with await ContextForge.open(path) as cf:
+        assert not mark.exists()
+        assert [h.content for h in await cf.query("walrus", "s", 1000)] == ["first walrus"]
+    lose_the_second_save("999999")  # a mark naming another commit: counted, rebuilt
+    async with await ContextForge.open(path) as cf:
+        found = sorted(h.content for h in await cf.query("walrus", "s", 1000))
+        assert found == ["first walrus", "second walrus"]
+
+
 # --- A full disk -----------------------------------------------------------------
 
 # Fills the disk (a 2 MB tmpfs, or RLIMIT_FSIZE) with saves, then gives the space

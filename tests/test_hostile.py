@@ -495,7 +495,11 @@ class TenantIsolation(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
-        self.cf = self.loop.run_until_complete(ContextForge.open(Config(flush_entries=4, flush_ms=5)))
+        # Near duplicates kept (similarity above 1): the model expects every
+        # matching entry of the scope, and "alpha hotel" / "hotel alpha" are
+        # near duplicates that packing would otherwise keep out.
+        config = Config(flush_entries=4, flush_ms=5, duplicate_similarity=1.01)
+        self.cf = self.loop.run_until_complete(ContextForge.open(config))
         self.model: dict[int, tuple[str, str]] = {}  # id -> (scope, content)
 
     def run(self, aw: Awaitable[T]) -> T:

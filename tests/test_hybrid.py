@@ -96,6 +96,9 @@ async def test_weighted_fusion_scales_bm25_min_max_over_the_matches(mem: Context
     hits = await mem.query("deploy", "s", 1000, embedding=PET, explain=True)
     assert len(hits) == 4
     w = mem.config.dense_weight
+    # Entries without a session are each a session of their own, boosted by
+    # their own relevance times session_weight.
+    k = 1 + mem.config.session_weight
     parts = [h.explain for h in hits]
     assert all(p is not None for p in parts)
     bm25 = [p["bm25"] for p in parts if p is not None]
@@ -106,10 +109,10 @@ async def test_weighted_fusion_scales_bm25_min_max_over_the_matches(mem: Context
         scaled = (p["bm25"] - low) / (high - low) if p["bm25"] > 0 else 0.0
         dense = p["dense"]
         assert dense is not None
-        assert p["relevance"] == pytest.approx((1 - w) * scaled + w * max(dense, 0.0), abs=1e-5)
+        assert p["relevance"] == pytest.approx(k * ((1 - w) * scaled + w * max(dense, 0.0)), abs=1e-5)
     # The weakest BM25 match counts 0 on that side, only its cosine (1) counts.
     weakest = next(h for h in hits if h.content.startswith("deploy it after"))
-    assert weakest.explain is not None and weakest.explain["relevance"] == pytest.approx(w, abs=1e-6)
+    assert weakest.explain is not None and weakest.explain["relevance"] == pytest.approx(k * w, abs=1e-6)
 
 
 async def test_the_configured_embedder_embeds_saves_queries_and_updates_in_batches() -> None:

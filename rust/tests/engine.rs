@@ -318,11 +318,12 @@ fn a_clean_close_leaves_a_mark_that_only_the_next_open_trusts() {
 fn a_batch_of_many_chunks_is_saved_whole_and_indexed_whole() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = file_config(&dir);
-    config.flush_ms = 3_600_000; // the last, partial page stays in the tail
+    config.flush_ms = 3_600_000; // the last, small page stays in the tail
     let engine = Engine::open(config).unwrap();
     // Larger than the save chunk (8192) and the index's commit slice (10,000),
     // with repeats across chunks and one session running through all of them.
-    let n = 20_500;
+    // 20,300 changes after the 1,000 repeats: two full pages, then 300 for the tail.
+    let n = 21_300;
     let repeats = |i: i64| (10_000..20_000).contains(&i) && i % 10 == 0;
     let batch: Vec<NewEntry> = (0..n)
         .map(|i| {
@@ -356,10 +357,10 @@ fn a_batch_of_many_chunks_is_saved_whole_and_indexed_whole() {
     assert_eq!(engine.query(&q).unwrap().len(), 10_000);
     // The last entries, read back from the log in the last page, are searchable
     // with their session context.
-    let last = query(&engine, "chunked item 20499", Some("c"));
-    assert_eq!(last.first(), Some(&saved[20_499].0));
-    let context = query(&engine, "20497 20498", Some("c"));
-    assert!(context.contains(&saved[20_499].0));
+    let last = query(&engine, "chunked item 21299", Some("c"));
+    assert_eq!(last.first(), Some(&saved[21_299].0));
+    let context = query(&engine, "21297 21298", Some("c"));
+    assert!(context.contains(&saved[21_299].0));
 }
 
 #[test]

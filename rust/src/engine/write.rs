@@ -50,26 +50,32 @@ impl Engine {
             }
         }
         let now = now_micros();
-        // A large batch is prepared and written a chunk at a time inside its one
-        // transaction, and each chunk is let go once its rows are in: the index
-        // then reads the batch back from the change log a page at a time. Peak
-        // memory follows the chunk, not the batch.
-        let bulk = entries.len() > SAVE_CHUNK;
         let mut written = Vec::with_capacity(entries.len());
-        let mut changes: Vec<Change> = Vec::new();
-        let chunks = chunked(entries, SAVE_CHUNK).map(|chunk| Ok(parallel_map(chunk, |e| self.prepare(e, now))));
-        let evicted = self.store.insert_chunks(chunks, self.retention().as_ref(), |prepared, w| {
-            written.extend_from_slice(w);
-            if !bulk {
-                changes.extend(w.iter().zip(prepared).filter_map(|(w, p)| inserted(w, p)));
-            }
-        })?;
-        if bulk {
-            self.index.sync(&self.store)?;
-            self.nudge_flusher();
-        } else {
+        if entries.len() <= SAVE_CHUNK {
+            // Prepared before the write lock is taken: scrubbing and counting
+            // never hold up another writer.
+            let prepared = parallel_map(entries, |e| self.prepare(e, now));
+            let mut changes: Vec<Change> = Vec::with_capacity(prepared.len());
+            let evicted = self.store.insert_chunks(
+                std::iter::once(prepared),
+                self.retention().as_ref(),
+                |prepared, w| {
+                    written.extend_from_slice(w);
+                    changes.extend(w.iter().zip(prepared).filter_map(|(w, p)| inserted(w, p)));
+                },
+            )?;
             changes.extend(deletions(evicted));
             self.publish(changes)?;
+        } else {
+            // A large batch is prepared and written a chunk at a time inside its
+            // one transaction (holding the write lock while it prepares), and each
+            // chunk is let go once its rows are in: the index then reads the batch
+            // back from the change log a page at a time. Peak memory follows the
+            // chunk, not the batch.
+            let chunks = chunked(entries, SAVE_CHUNK).map(|chunk| parallel_map(chunk, |e| self.prepare(e, now)));
+            self.store.insert_chunks(chunks, self.retention().as_ref(), |_, w| written.extend_from_slice(w))?;
+            self.index.sync_merged(&self.store)?;
+            self.nudge_flusher();
         }
         Ok(written.into_iter().map(|w| (w.id, w.seq.is_some())).collect())
     }

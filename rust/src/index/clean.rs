@@ -20,9 +20,19 @@ pub fn take(dir: &Path, committed: i64) -> bool {
     std::fs::remove_file(&path).is_ok() && text.trim().parse::<i64>().ok() == Some(committed)
 }
 
-/// Leaves the mark for an index whose last commit reached `committed`.
-pub fn leave(dir: &Path, committed: i64) {
-    if let Err(err) = std::fs::write(dir.join(FILE), committed.to_string()) {
-        log::warn!("cannot mark the search index as closed cleanly: {err}");
+/// Leaves the mark for an index whose last commit reached `committed`;
+/// returns whether it was written.
+pub fn leave(dir: &Path, committed: i64) -> bool {
+    match std::fs::write(dir.join(FILE), committed.to_string()) {
+        Ok(()) => true,
+        Err(err) => {
+            log::warn!("cannot mark the search index as closed cleanly: {err}");
+            false
+        }
     }
+}
+
+/// Takes a mark back (the close it vouched for failed after all).
+pub fn remove(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(FILE));
 }

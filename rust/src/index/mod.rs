@@ -254,7 +254,17 @@ impl SearchIndex {
     /// Makes the store's newest changes searchable. Cheap when nothing is new.
     pub fn sync(&self, store: &Store) -> Result<()> {
         if store.head()? > self.applied() {
-            self.pull(store, None)?;
+            self.pull(store, None, false)?;
+        }
+        Ok(())
+    }
+
+    /// `sync` after this process's own bulk save: the pages it commits are
+    /// merged into one segment before it returns (a query that follows
+    /// another process's bulk save leaves that to background merges).
+    pub fn sync_merged(&self, store: &Store) -> Result<()> {
+        if store.head()? > self.applied() {
+            self.pull(store, None, true)?;
         }
         Ok(())
     }
@@ -263,10 +273,10 @@ impl SearchIndex {
     /// what the index has, they are applied as given; otherwise another writer
     /// got in between and the log is read from the store.
     pub fn apply_local(&self, store: &Store, changes: Vec<Change>) -> Result<()> {
-        self.pull(store, Some(changes))
+        self.pull(store, Some(changes), false)
     }
 
-    fn pull(&self, store: &Store, local: Option<Vec<Change>>) -> Result<()> {
+    fn pull(&self, store: &Store, local: Option<Vec<Change>>, merge: bool) -> Result<()> {
         let _order = self.apply_lock.lock();
         let applied = self.applied();
         let mut neighbours = Neighbours::default();
@@ -285,7 +295,7 @@ impl SearchIndex {
                         Err(err) => break Err(err),
                     };
                     let full = changes.len() == BULK_COMMIT;
-                    if full && before_bulk.is_none() {
+                    if merge && full && before_bulk.is_none() {
                         before_bulk = Some(self.hold_merges()?);
                     }
                     if let Err(err) = self.apply(store, changes, &mut neighbours) {
@@ -295,13 +305,13 @@ impl SearchIndex {
                         break Ok(());
                     }
                 };
-                match before_bulk {
-                    Some(before) => {
-                        let merged = self.merge_new_segments(&before);
-                        pulled.and(merged)
+                if let Some(before) = before_bulk {
+                    // Only an optimisation: the changes are applied either way.
+                    if let Err(err) = self.merge_new_segments(&before) {
+                        log::warn!("merging a bulk save's index segments failed: {err}");
                     }
-                    None => pulled,
                 }
+                pulled
             }
         }
     }
@@ -331,9 +341,11 @@ impl SearchIndex {
             .collect();
         if new.len() > 1 {
             writer.merge(&new).wait()?;
-            drop(guard);
+            // Still holding the writer: a flush cannot commit and trim the tail
+            // between this reload and the swap, so the view stays consistent.
             self.reader.reload()?;
-            self.view.write().searcher = self.reader.searcher();
+            let searcher = self.reader.searcher();
+            self.view.write().searcher = searcher;
         }
         Ok(())
     }
@@ -457,12 +469,21 @@ impl SearchIndex {
     pub fn close(&self) -> Result<()> {
         self.flush()?;
         let Some(writer) = self.writer.lock().take() else { return Ok(()) };
-        let index = writer.index().clone();
-        writer.wait_merging_threads()?;
-        if let (Some(dir), false) = (&self.dir, self.commit_failed.load(Ordering::Acquire)) {
-            if let Some(committed) = index.load_metas()?.payload.and_then(|p| p.parse().ok()) {
-                clean::leave(dir, committed);
+        // Marked while this writer still holds the directory lock, so no other
+        // process can have taken the directory over in between. Merges still
+        // running keep the payload and every document.
+        let marked = match (&self.dir, self.commit_failed.load(Ordering::Acquire)) {
+            (Some(dir), false) => {
+                let committed = writer.index().load_metas()?.payload.and_then(|p| p.parse().ok());
+                committed.map(|committed| (dir, clean::leave(dir, committed)))
             }
+            _ => None,
+        };
+        if let Err(err) = writer.wait_merging_threads() {
+            if let Some((dir, true)) = marked {
+                clean::remove(dir);
+            }
+            return Err(err.into());
         }
         Ok(())
     }

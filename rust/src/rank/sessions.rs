@@ -20,18 +20,22 @@ pub fn session_best(ranked: &[Ranked]) -> HashMap<u64, f32> {
 }
 
 /// Adds `weight` x its session's best (from `session_best`) to each
-/// candidate's relevance, then re-sorts best first. Scores stay
+/// candidate's relevance, then re-sorts best first. An entry without a session
+/// is a session of its own, so a note saved outside any conversation is not
+/// outranked by weaker chat turns merely for having no session. Scores stay
 /// `relevance * recency`.
 pub fn boost_sessions(ranked: &mut [Ranked], best: &HashMap<u64, f32>, weight: f32) {
-    if weight <= 0.0 || best.is_empty() {
+    if weight <= 0.0 {
         return;
     }
     for r in ranked.iter_mut() {
-        if let Some(b) = best.get(&r.session) {
-            r.score = (r.relevance() + weight * b) * r.recency;
-        }
+        let own = r.relevance();
+        let b = best.get(&r.session).copied().unwrap_or(own);
+        r.score = (own + weight * b) * r.recency;
     }
-    ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
+    if !best.is_empty() {
+        ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
+    }
 }
 
 #[cfg(test)]
@@ -59,14 +63,25 @@ mod tests {
     }
 
     #[test]
-    fn no_weight_or_no_session_changes_nothing() {
+    fn no_weight_changes_nothing_and_no_session_is_a_session_of_its_own() {
         let ranked = vec![turn(1, 1.0, 7), turn(3, 0.31, 0), turn(2, 0.3, 0)];
-        for weight in [0.0, 0.5] {
-            let mut r = ranked.clone();
-            let best = session_best(&r);
-            boost_sessions(&mut r, &best, weight);
-            assert_eq!(ids(&r), vec![1, 3, 2]);
-            assert!((r[1].relevance() - 0.31).abs() < 1e-6);
-        }
+        let mut r = ranked.clone();
+        boost_sessions(&mut r, &session_best(&ranked), 0.0);
+        assert_eq!(ids(&r), vec![1, 3, 2]);
+        assert!((r[1].relevance() - 0.31).abs() < 1e-6);
+        // At 0.5 an entry without a session gains half its own relevance, like
+        // the only turn of a session would.
+        let mut r = ranked.clone();
+        boost_sessions(&mut r, &session_best(&ranked), 0.5);
+        assert_eq!(ids(&r), vec![1, 3, 2]);
+        assert!((r[1].relevance() - 0.31 * 1.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_note_without_a_session_keeps_its_place_above_weaker_turns() {
+        let ranked = vec![turn(1, 1.0, 0), turn(2, 0.7, 7)];
+        let mut r = ranked.clone();
+        boost_sessions(&mut r, &session_best(&ranked), 0.5);
+        assert_eq!(ids(&r), vec![1, 2]);
     }
 }

@@ -46,7 +46,7 @@ impl Store {
     ) -> Result<(Vec<Written>, Vec<(i64, i64)>)> {
         let mut written = Vec::with_capacity(entries.len());
         let evicted = self.insert_chunks(
-            std::iter::once(Ok(entries)),
+            std::iter::once(entries),
             retention,
             |_, w| written.extend_from_slice(w),
         )?;
@@ -56,11 +56,10 @@ impl Store {
     /// `insert` for a batch that arrives in chunks, all in one transaction: each
     /// chunk is handed to `done` with what was written for it as soon as its rows
     /// are in, so a caller can let go of what it no longer needs before the next
-    /// chunk is made. An error from `chunks` rolls everything back. Returns the
-    /// evicted entries.
+    /// chunk is made. Returns the evicted entries.
     pub fn insert_chunks<C: std::borrow::Borrow<[PreparedEntry]>>(
         &self,
-        chunks: impl Iterator<Item = Result<C>>,
+        chunks: impl Iterator<Item = C>,
         retention: Option<&Retention>,
         mut done: impl FnMut(C, &[Written]),
     ) -> Result<Vec<(i64, i64)>> {
@@ -70,7 +69,6 @@ impl Store {
             let mut scopes: Vec<Option<String>> = Vec::new();
             let mut out = Vec::new();
             for chunk in chunks {
-                let chunk = chunk?;
                 out.clear();
                 for e in chunk.borrow() {
                     out.push(insert_one(&tx, e, now).await?);

@@ -1,7 +1,8 @@
 //! Token counts in the tokenizer the caller's model uses.
 //!
 //! The built-in vocabularies count with our own BPE ([`Bpe`]): exactly
-//! tiktoken's counts, in under a quarter of the memory of `tiktoken_rs::CoreBPE`.
+//! tiktoken's counts for text up to 8 KB (see [`pieces`] for longer text), in
+//! under a quarter of the memory of `tiktoken_rs::CoreBPE`.
 
 mod bpe;
 #[cfg(test)]
@@ -78,7 +79,9 @@ impl TokenCounter {
 /// a hostile 10 MB "word" would stall a save for minutes. Text is counted in
 /// pieces that end just before a whitespace character (which then starts the next
 /// piece, as it starts a word's token), and a run longer than `MAX_RUN` bytes is
-/// cut. Only such long runs can count slightly differently from one encoding.
+/// cut. Text longer than a piece can count a token or so differently per cut
+/// from one encoding of the whole: where a cut splits a run of spaces, or falls
+/// inside a run longer than `MAX_RUN`.
 const MAX_RUN: usize = 512;
 
 fn pieces(text: &str) -> impl Iterator<Item = &str> {
