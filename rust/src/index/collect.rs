@@ -73,14 +73,25 @@ impl SegmentTopK {
         if !self.tombstones.contains_key(&id) && cols.expires.get_val(doc) > self.now {
             let recency =
                 recency_boost(cols.ts.get_val(doc), self.now, self.recency_weight, self.half_life_us);
-            let tokens = u32::try_from(cols.tokens.get_val(doc)).unwrap_or(u32::MAX);
-            let prev = cols.prev.get_val(doc);
-            let session = cols.session.get_val(doc);
-            let candidate = Ranked(Candidate { id, score: relevance * recency, tokens, recency, prev, session });
-            if self.heap.len() < self.k {
-                self.heap.push(Reverse(candidate));
-            } else if self.heap.peek().is_some_and(|Reverse(worst)| candidate > *worst) {
-                self.heap.pop();
+            let score = relevance * recency;
+            // The order is by (score, id): the other columns are read only for
+            // a document that makes the heap.
+            let beats_worst = |Reverse(worst): &Reverse<Ranked>| {
+                score.total_cmp(&worst.0.score).then(id.cmp(&worst.0.id)).is_gt()
+            };
+            let full = self.heap.len() >= self.k;
+            if !full || self.heap.peek().is_some_and(beats_worst) {
+                let candidate = Ranked(Candidate {
+                    id,
+                    score,
+                    tokens: u32::try_from(cols.tokens.get_val(doc)).unwrap_or(u32::MAX),
+                    recency,
+                    prev: cols.prev.get_val(doc),
+                    session: cols.session.get_val(doc),
+                });
+                if full {
+                    self.heap.pop();
+                }
                 self.heap.push(Reverse(candidate));
             }
         }
