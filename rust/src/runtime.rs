@@ -24,6 +24,13 @@ pub fn runtime() -> &'static Runtime {
     })
 }
 
+/// The cores this process may use, read once: `available_parallelism` reads
+/// the cgroup files on every call, which cost a single save a tenth of its time.
+pub fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+}
+
 /// Drives a storage future to completion from a thread that may block.
 pub fn block_on<F: Future>(fut: F) -> F::Output {
     runtime().handle().block_on(fut)

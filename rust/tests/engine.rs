@@ -188,6 +188,25 @@ fn two_engines_on_one_file_see_each_other() {
 }
 
 #[test]
+fn kept_statements_never_hold_an_old_snapshot() {
+    // `a` reads through statements it keeps prepared between `b`'s writes; a
+    // statement left unreset would pin its read snapshot and show old rows.
+    let dir = tempfile::tempdir().unwrap();
+    let a = Engine::open(file_config(&dir)).unwrap();
+    let b = Engine::open(file_config(&dir)).unwrap();
+    let id = b.save(NewEntry::new("version 0 of the note").scope("s")).unwrap();
+    for v in 1..=5 {
+        let hits = a.query(&Query::new("note", 100).in_scope("s")).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].entry.content, format!("version {} of the note", v - 1));
+        assert_eq!(a.count(&ListFilter::default()).unwrap(), v);
+        b.update(id, Patch { content: Some(format!("version {v} of the note")), ..Patch::default() })
+            .unwrap();
+        b.save(NewEntry::new(format!("filler {v}")).scope("t")).unwrap();
+    }
+}
+
+#[test]
 fn updates_and_deletes_reach_the_index_before_and_after_a_commit() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::open(file_config(&dir)).unwrap();

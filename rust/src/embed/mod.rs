@@ -69,7 +69,7 @@ impl Embedder {
         let mut order: Vec<usize> = (0..ids.len()).collect();
         // Longest first: batches hold similar lengths, and the slow ones start early.
         order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
-        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        let threads = crate::runtime::cores();
         let per_batch = ids.len().div_ceil(threads).clamp(1, MAX_BATCH);
         let batches: Vec<&[usize]> = order.chunks(per_batch).collect();
         // Fewer batches than threads (a single short text): split the layers instead.

@@ -220,7 +220,7 @@ const PARALLEL_BATCH: usize = 256;
 /// `f` over `items` in order; a large batch is split across the available cores
 /// (scrubbing and token counting are the CPU-bound part of a bulk save).
 fn parallel_map<T: Send, U: Send>(items: Vec<T>, f: impl Fn(T) -> U + Sync) -> Vec<U> {
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let threads = crate::runtime::cores();
     if items.len() < PARALLEL_BATCH || threads < 2 {
         return items.into_iter().map(f).collect();
     }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::ColumnValues;
 use tantivy::query::Weight;
-use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader};
+use tantivy::{DocId, Score, Searcher, SegmentOrdinal, SegmentReader};
 
 use super::search::Candidate;
 use super::tail::recency_boost;
@@ -25,6 +25,8 @@ pub struct BoostedTopK<'a> {
     pub half_life_us: f64,
     /// Committed documents the tail has replaced or deleted.
     pub tombstones: &'a HashMap<i64, i64>,
+    /// The searcher's columns, by segment ordinal.
+    pub columns: &'a SegmentColumns,
 }
 
 impl BoostedTopK<'_> {
@@ -122,7 +124,11 @@ impl Collector for BoostedTopK<'_> {
     type Fruit = Vec<Candidate>;
     type Child = SegmentTopK;
 
-    fn for_segment(&self, _: SegmentOrdinal, segment: &SegmentReader) -> tantivy::Result<SegmentTopK> {
+    fn for_segment(&self, ord: SegmentOrdinal, segment: &SegmentReader) -> tantivy::Result<SegmentTopK> {
+        let columns = match self.columns.0.get(ord as usize) {
+            Some(columns) => columns.clone(),
+            None => Columns::open(segment)?,
+        };
         Ok(SegmentTopK {
             k: self.k.max(1),
             now: self.now,
@@ -130,7 +136,7 @@ impl Collector for BoostedTopK<'_> {
             half_life_us: self.half_life_us,
             max_boost: self.max_boost(),
             tombstones: self.tombstones.clone(),
-            columns: Columns::open(segment)?,
+            columns,
             heap: BinaryHeap::with_capacity(self.k.max(1) + 1),
         })
     }
@@ -165,7 +171,19 @@ impl Collector for BoostedTopK<'_> {
     }
 }
 
+/// Each segment's fast-field columns, opened once per searcher rather than per
+/// query.
+#[derive(Clone, Default)]
+pub struct SegmentColumns(Vec<Columns>);
+
+impl SegmentColumns {
+    pub fn open(searcher: &Searcher) -> tantivy::Result<Self> {
+        searcher.segment_readers().iter().map(Columns::open).collect::<tantivy::Result<_>>().map(Self)
+    }
+}
+
 /// A segment's fast-field columns.
+#[derive(Clone)]
 struct Columns {
     id: Arc<dyn ColumnValues<i64>>,
     ts: Arc<dyn ColumnValues<i64>>,

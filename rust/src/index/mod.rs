@@ -23,6 +23,7 @@ use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
 use tantivy::index::SegmentId;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
+use collect::SegmentColumns;
 use crate::entry::Entry;
 use crate::error::{Error, Result};
 use crate::store::{Change, ChangeOp, ListFilter, Store};
@@ -43,7 +44,22 @@ const BULK_COMMIT: usize = 10_000;
 /// A consistent pair: the committed searcher and the tail of newer changes.
 struct View {
     searcher: Searcher,
+    /// `searcher`'s fast-field columns.
+    columns: SegmentColumns,
     tail: Tail,
+}
+
+impl View {
+    /// The searcher with its columns, opened before the view is locked.
+    fn committed(searcher: Searcher) -> Result<(Searcher, SegmentColumns)> {
+        let columns = SegmentColumns::open(&searcher)?;
+        Ok((searcher, columns))
+    }
+
+    fn show(&mut self, (searcher, columns): (Searcher, SegmentColumns)) {
+        self.searcher = searcher;
+        self.columns = columns;
+    }
 }
 
 pub struct SearchIndex {
@@ -152,12 +168,12 @@ impl SearchIndex {
         schema::register(&index);
         let writer = index.writer_with_num_threads(1, WRITER_MEMORY)?;
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        let searcher = reader.searcher();
+        let (searcher, columns) = View::committed(reader.searcher())?;
         Ok(Self {
             fields,
             reader,
             writer: Mutex::new(Some(writer)),
-            view: RwLock::new(View { searcher, tail: Tail::default() }),
+            view: RwLock::new(View { searcher, columns, tail: Tail::default() }),
             dense: RwLock::default(),
             applied: AtomicI64::new(committed),
             apply_lock: Mutex::new(()),
@@ -245,7 +261,8 @@ impl SearchIndex {
             log::info!("search index applied changes {} to {applied}", start + 1);
             commit(writer, applied)?;
             self.reader.reload()?;
-            self.view.write().searcher = self.reader.searcher();
+            let committed = View::committed(self.reader.searcher())?;
+            self.view.write().show(committed);
             self.applied.store(applied, Ordering::Release);
         }
         Ok(())
@@ -344,8 +361,8 @@ impl SearchIndex {
             // Still holding the writer: a flush cannot commit and trim the tail
             // between this reload and the swap, so the view stays consistent.
             self.reader.reload()?;
-            let searcher = self.reader.searcher();
-            self.view.write().searcher = searcher;
+            let committed = View::committed(self.reader.searcher())?;
+            self.view.write().show(committed);
         }
         Ok(())
     }
@@ -456,9 +473,9 @@ impl SearchIndex {
         upto = upto.max(extra.last().map_or(upto, |c| c.seq));
         commit(writer, upto)?;
         self.reader.reload()?;
-        let searcher = self.reader.searcher();
+        let committed = View::committed(self.reader.searcher())?;
         let mut view = self.view.write();
-        view.searcher = searcher;
+        view.show(committed);
         view.tail.trim(upto);
         // A flush runs beside pulls that may have moved further: never go back.
         self.applied.fetch_max(upto, Ordering::AcqRel);

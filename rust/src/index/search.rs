@@ -10,7 +10,7 @@ use tantivy::query::{
 use tantivy::schema::IndexRecordOption;
 use tantivy::{Searcher, Term};
 
-use super::collect::BoostedTopK;
+use super::collect::{BoostedTopK, SegmentColumns};
 use super::stats::CombinedStats;
 use super::tail::{bm25, idf, recency_boost, Tail, CONTEXT, DATE, SCORED_FIELDS, TEXT};
 use super::{schema, SearchIndex};
@@ -77,7 +77,7 @@ impl SearchIndex {
 
         let query = self.build_query(&terms, req);
         let mut out =
-            committed(&view.searcher, query.as_ref(), &stats, req, &view.tail.tombstones)?;
+            committed(&view.searcher, &view.columns, query.as_ref(), &stats, req, &view.tail.tombstones)?;
         out.extend(search_tail(&view.tail, &stats, &terms, req, &self.scored_fields()));
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
         out.truncate(req.depth);
@@ -278,6 +278,7 @@ fn search_tail(
 /// one pass with tantivy's pruning (see `collect::BoostedTopK`).
 fn committed(
     searcher: &Searcher,
+    columns: &SegmentColumns,
     query: &dyn Query,
     stats: &CombinedStats<'_>,
     req: &SearchRequest,
@@ -289,6 +290,7 @@ fn committed(
         recency_weight: req.recency_weight,
         half_life_us: req.half_life_us,
         tombstones,
+        columns,
     };
     Ok(searcher.search_with_statistics_provider(query, &collector, stats)?)
 }

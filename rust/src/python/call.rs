@@ -34,8 +34,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::IntoPyObjectExt;
 
 use super::errors::to_py;
+use super::workers;
 use crate::error::{Error, Result};
-use crate::runtime::runtime;
 
 static ATTACHED: AtomicUsize = AtomicUsize::new(0);
 static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
@@ -79,11 +79,11 @@ where
     let target = future.clone().unbind();
     match inbox(&event_loop) {
         Some(inbox) => {
-            runtime().spawn_blocking(move || inbox.deliver(target, outcome(guarded(f))));
+            workers::spawn(move || inbox.deliver(target, outcome(guarded(f))));
         }
         None => {
             let event_loop = event_loop.unbind();
-            runtime().spawn_blocking(move || settle_from_worker(event_loop, target, outcome(guarded(f))));
+            workers::spawn(move || settle_from_worker(event_loop, target, outcome(guarded(f))));
         }
     }
     Ok(future)

@@ -7,6 +7,7 @@ mod embedder;
 mod engine;
 mod errors;
 mod hit;
+mod workers;
 
 use pyo3::prelude::*;
 

@@ -8,6 +8,7 @@
 //! timeout to set; every connection is its own HTTP stream, and one that failed is
 //! replaced so that a later call reconnects.
 
+mod conn;
 mod read;
 mod retention;
 mod rows;
@@ -17,13 +18,14 @@ mod write;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use libsql::{Connection, Database};
+use libsql::Database;
 use parking_lot::Mutex;
 
 use crate::config::Config;
 use crate::entry::{Entry, Micros};
 use crate::error::{Error, Result};
 use crate::runtime::{block_on, runtime};
+use conn::Conn;
 
 pub use read::ListFilter;
 pub use retention::{Eviction, Retention};
@@ -67,10 +69,10 @@ pub struct Change {
 
 pub struct Store {
     db: Database,
-    writer: Mutex<Connection>,
+    writer: Mutex<Conn>,
     /// Idle read connections; unused for `":memory:"`, where every connection
     /// would open a different database.
-    readers: Option<Mutex<Vec<Connection>>>,
+    readers: Option<Mutex<Vec<Conn>>>,
     busy_timeout: Duration,
     kind: Kind,
 }
@@ -97,7 +99,7 @@ impl Store {
         } else {
             block_on(libsql::Builder::new_local(&config.path).build())?
         };
-        let writer = db.connect()?;
+        let writer = Conn::new(db.connect()?, kind != Kind::Remote);
         configure(&writer, busy_timeout, kind)?;
         schema::migrate(&writer)?;
         Ok(Self {
@@ -114,15 +116,15 @@ impl Store {
         self.kind == Kind::Remote
     }
 
-    fn connect(&self) -> Result<Connection> {
-        let conn = self.db.connect()?;
+    fn connect(&self) -> Result<Conn> {
+        let conn = Conn::new(self.db.connect()?, !self.is_remote());
         configure(&conn, self.busy_timeout, self.kind)?;
         Ok(conn)
     }
 
     /// Runs `f` on the one write connection. A server connection that failed is
     /// replaced: its stream may be gone or hold a transaction being rolled back.
-    fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    fn with_writer<T>(&self, f: impl FnOnce(&Conn) -> Result<T>) -> Result<T> {
         let mut conn = self.writer.lock();
         let result = f(&conn);
         if result.is_err() && self.is_remote() {
@@ -137,7 +139,7 @@ impl Store {
     /// Runs `f` on an idle read connection (the writer's for `":memory:"`). On a
     /// server, a read that lost its connection is tried once more on a new one:
     /// reads are idempotent.
-    fn with_reader<T>(&self, f: impl Fn(&Connection) -> Result<T>) -> Result<T> {
+    fn with_reader<T>(&self, f: impl Fn(&Conn) -> Result<T>) -> Result<T> {
         let Some(pool) = &self.readers else {
             return f(&self.writer.lock());
         };
@@ -178,7 +180,7 @@ fn open_remote(config: &Config) -> Result<Database> {
     )))
 }
 
-fn configure(conn: &Connection, busy_timeout: Duration, kind: Kind) -> Result<()> {
+fn configure(conn: &libsql::Connection, busy_timeout: Duration, kind: Kind) -> Result<()> {
     if kind == Kind::Remote {
         // The server owns journaling and locking; a remote connection has neither
         // PRAGMAs to set nor a busy handler.
@@ -189,7 +191,8 @@ fn configure(conn: &Connection, busy_timeout: Duration, kind: Kind) -> Result<()
         // WAL lets readers run beside the writer; NORMAL syncs at checkpoints, which
         // keeps every committed transaction through a process crash.
         block_on(conn.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;",
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; \
+             PRAGMA mmap_size = 268435456;",
         ))?;
     }
     Ok(())

@@ -11,6 +11,9 @@ use crate::entry::{Entry, Micros};
 use crate::error::Result;
 use crate::runtime::block_on;
 
+/// The list lengths `fetch` pads to, so that it keeps a few statements.
+const FETCH_WIDTHS: [usize; 6] = [8, 16, 32, 64, 128, 256];
+
 /// Filters for `list` and `count`; every `None` matches everything.
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {
@@ -60,23 +63,30 @@ impl ListFilter {
 impl Store {
     /// Entries by id, in the order asked; `None` where an id does not exist.
     pub fn fetch(&self, ids: &[i64]) -> Result<Vec<Option<Entry>>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
+        let mut found: HashMap<i64, Entry> = HashMap::with_capacity(ids.len());
+        for batch in ids.chunks(FETCH_WIDTHS[FETCH_WIDTHS.len() - 1]) {
+            // A few shapes of the statement, each kept prepared: the list is
+            // padded to the next width by repeating its last id.
+            let width = FETCH_WIDTHS.iter().copied().find(|&w| w >= batch.len()).unwrap_or(batch.len());
+            let last = batch[batch.len() - 1];
+            let params: Vec<Value> =
+                batch.iter().copied().chain(std::iter::repeat(last)).take(width).map(Value::Integer).collect();
+            let sql = format!(
+                "SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN ({})",
+                vec!["?"; width].join(",")
+            );
+            let entries = self.with_reader(|conn| {
+                block_on(async {
+                    let mut rows = conn.query_kept(&sql, params.clone()).await?;
+                    let mut entries = Vec::with_capacity(batch.len());
+                    while let Some(row) = rows.next().await? {
+                        entries.push(rows::entry(&row, 0)?);
+                    }
+                    Ok(entries)
+                })
+            })?;
+            found.extend(entries.into_iter().map(|e| (e.id, e)));
         }
-        let placeholders = vec!["?"; ids.len()].join(",");
-        let sql = format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN ({placeholders})");
-        let params: Vec<Value> = ids.iter().map(|&id| Value::Integer(id)).collect();
-        let mut found: HashMap<i64, Entry> = self.with_reader(|conn| {
-            block_on(async {
-                let mut rows = conn.query(&sql, params.clone()).await?;
-                let mut found = HashMap::with_capacity(ids.len());
-                while let Some(row) = rows.next().await? {
-                    let entry = rows::entry(&row, 0)?;
-                    found.insert(entry.id, entry);
-                }
-                Ok(found)
-            })
-        })?;
         Ok(ids.iter().map(|id| found.remove(id)).collect())
     }
 
@@ -164,7 +174,7 @@ impl Store {
         );
         self.with_reader(|conn| {
             block_on(async {
-                let mut rows = conn.query(&sql, [after]).await?;
+                let mut rows = conn.query_kept(&sql, [after]).await?;
                 let mut out = Vec::new();
                 while let Some(row) = rows.next().await? {
                     let op = match row.get::<i64>(2)? {
@@ -187,7 +197,7 @@ impl Store {
     pub fn meta(&self, key: &str) -> Result<Option<String>> {
         self.with_reader(|conn| {
             block_on(async {
-                let mut rows = conn.query("SELECT value FROM meta WHERE key = ?1", [key]).await?;
+                let mut rows = conn.query_kept("SELECT value FROM meta WHERE key = ?1", [key]).await?;
                 match rows.next().await? {
                     Some(row) => Ok(Some(row.get(0)?)),
                     None => Ok(None),
@@ -199,7 +209,7 @@ impl Store {
     pub(super) fn scalar(&self, sql: &str, params: Vec<Value>) -> Result<i64> {
         self.with_reader(|conn| {
             block_on(async {
-                let mut rows = conn.query(sql, params.clone()).await?;
+                let mut rows = conn.query_kept(sql, params.clone()).await?;
                 match rows.next().await? {
                     Some(row) => Ok(row.get::<Option<i64>>(0)?.unwrap_or(0)),
                     None => Ok(0),

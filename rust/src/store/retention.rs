@@ -1,10 +1,11 @@
 //! Per-scope caps: after a save, each scope it touched keeps at most `max`
 //! entries, evicting in a documented order. Eviction never crosses scopes.
 
-use libsql::{Connection, Value};
+use libsql::Value;
 
 use super::rows::opt_text;
 use super::schema::OP_DELETE;
+use super::conn::Tx;
 use super::write::log_change;
 use crate::entry::Micros;
 use crate::error::Result;
@@ -30,12 +31,12 @@ pub struct Retention {
 /// `scopes`. Returns `(id, seq)` per evicted entry. Runs inside the caller's
 /// transaction.
 pub async fn enforce(
-    tx: &Connection,
+    tx: &Tx<'_>,
     retention: &Retention,
     scopes: &[Option<String>],
 ) -> Result<Vec<(i64, i64)>> {
     for (id, at) in &retention.returned {
-        tx.execute(
+        tx.execute_kept(
             "UPDATE entries SET last_returned = MAX(COALESCE(last_returned, 0), ?2) WHERE id = ?1",
             [*id, *at],
         )

@@ -8,7 +8,7 @@ use libsql::{Connection, Value};
 
 use super::rows::{self, ENTRY_COLUMNS};
 use super::schema::OP_UPDATE;
-use super::write::{begin, log_change};
+use super::write::log_change;
 use super::{Change, ChangeOp, Store};
 use crate::entry::Entry;
 use crate::error::{Error, Result};
@@ -99,7 +99,7 @@ impl Store {
         let sql = format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?1");
         self.with_writer(|conn| {
             block_on(async {
-                let tx = begin(conn).await?;
+                let tx = conn.begin().await?;
                 let mut out = Vec::with_capacity(vectors.len());
                 for (id, vector) in vectors {
                     let mut found = tx.query(&sql, [*id]).await?;
@@ -131,7 +131,7 @@ impl Store {
         );
         self.with_writer(|conn| {
             block_on(async {
-                let tx = begin(conn).await?;
+                let tx = conn.begin().await?;
                 let mut rows = tx.query(&sql, ()).await?;
                 let mut entries = Vec::new();
                 while let Some(row) = rows.next().await? {

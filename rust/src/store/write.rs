@@ -2,11 +2,12 @@
 //! on the busy timeout instead of failing to upgrade a read lock) and logs one
 //! change per entry it touches.
 
-use libsql::{Connection, TransactionBehavior, Value};
+use libsql::{Connection, Value};
 
 use super::rows::{self, opt_text, text, ENTRY_COLUMNS};
 use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
 use super::retention::{self, Retention};
+use super::conn::Tx;
 use super::{now_micros, PreparedEntry, Store};
 use crate::entry::{Entry, Micros};
 use crate::error::{Error, Result};
@@ -64,7 +65,7 @@ impl Store {
         mut done: impl FnMut(C, &[Written]),
     ) -> Result<Vec<(i64, i64)>> {
         self.with_writer(|conn| block_on(async {
-            let tx = begin(conn).await?;
+            let tx = conn.begin().await?;
             let now = now_micros();
             let mut scopes: Vec<Option<String>> = Vec::new();
             let mut out = Vec::new();
@@ -93,7 +94,7 @@ impl Store {
     /// change number.
     pub fn update(&self, id: i64, patch: EntryPatch) -> Result<(Entry, Option<Vec<f32>>, i64)> {
         self.with_writer(|conn| block_on(async {
-            let tx = begin(conn).await?;
+            let tx = conn.begin().await?;
             let sql = format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?1");
             let mut found = tx.query(&sql, [id]).await?;
             let row = found.next().await?.ok_or(Error::NotFound(id))?;
@@ -160,7 +161,7 @@ impl Store {
     /// Deletes the entries that exist; returns `(id, seq)` for each one deleted.
     pub fn delete(&self, ids: &[i64]) -> Result<Vec<(i64, i64)>> {
         self.with_writer(|conn| block_on(async {
-            let tx = begin(conn).await?;
+            let tx = conn.begin().await?;
             let mut out = Vec::new();
             for &id in ids {
                 if tx.execute("DELETE FROM entries WHERE id = ?1", [id]).await? > 0 {
@@ -189,7 +190,7 @@ impl Store {
     /// Deletes the entries `select` names (a query returning ids), logging each.
     fn delete_where(&self, select: &str, params: Vec<Value>) -> Result<Vec<(i64, i64)>> {
         self.with_writer(|conn| block_on(async {
-            let tx = begin(conn).await?;
+            let tx = conn.begin().await?;
             let mut found = tx.query(select, params).await?;
             let mut ids: Vec<i64> = Vec::new();
             while let Some(row) = found.next().await? {
@@ -208,7 +209,7 @@ impl Store {
 }
 
 /// Inserts one entry, or finds the identical one already in its scope.
-async fn insert_one(tx: &Connection, e: &PreparedEntry, now: Micros) -> Result<Written> {
+async fn insert_one(tx: &Tx<'_>, e: &PreparedEntry, now: Micros) -> Result<Written> {
     if let Some((key, normalized)) = &e.dedup_key {
         if let Some(id) = find_duplicate(tx, *key, normalized, e.scope.as_deref()).await? {
             return Ok(Written { id, seq: None });
@@ -253,12 +254,7 @@ async fn stored_vector(conn: &Connection, id: i64) -> Result<Option<Vec<f32>>> {
     }
 }
 
-/// Starts an IMMEDIATE transaction; dropping it without `commit` rolls back.
-pub(super) async fn begin(conn: &Connection) -> Result<libsql::Transaction> {
-    Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate).await?)
-}
-
-pub(super) async fn log_change(conn: &Connection, entry_id: i64, op: i64) -> Result<i64> {
+pub(super) async fn log_change(conn: &Tx<'_>, entry_id: i64, op: i64) -> Result<i64> {
     returned_id(
         conn,
         "INSERT INTO changes (entry_id, op) VALUES (?1, ?2) RETURNING seq",
@@ -268,8 +264,8 @@ pub(super) async fn log_change(conn: &Connection, entry_id: i64, op: i64) -> Res
 }
 
 /// Runs an `INSERT ... RETURNING` of one row and reads the integer it returns.
-async fn returned_id(conn: &Connection, sql: &str, params: Vec<Value>) -> Result<i64> {
-    let mut rows = conn.query(sql, params).await?;
+async fn returned_id(conn: &Tx<'_>, sql: &str, params: Vec<Value>) -> Result<i64> {
+    let mut rows = conn.query_kept(sql, params).await?;
     let row = rows
         .next()
         .await?
@@ -279,13 +275,13 @@ async fn returned_id(conn: &Connection, sql: &str, params: Vec<Value>) -> Result
 
 /// The id of an entry in `scope` whose normalised content equals `normalized`.
 async fn find_duplicate(
-    conn: &Connection,
+    conn: &Tx<'_>,
     key: i64,
     normalized: &str,
     scope: Option<&str>,
 ) -> Result<Option<i64>> {
     let mut found = conn
-        .query(
+        .query_kept(
             "SELECT id, content FROM entries WHERE content_key = ?1 AND scope IS ?2",
             vec![Value::Integer(key), opt_text(scope)],
         )
