@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import multiprocessing
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -187,14 +189,12 @@ async def test_deleting_in_one_scope_never_touches_another(
         assert not survivors & set(victims)
 
 
-def anon_rss_kib() -> int:
-    """Memory the process holds itself: not the database file's pages, which
-    SQLite maps from the OS page cache (shared, and dropped under pressure)."""
+def rss_kib() -> int:
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("RssAnon:"):
+            if line.startswith("VmRSS:"):
                 return int(line.split()[1])
-    raise AssertionError("no RssAnon")
+    raise AssertionError("no VmRSS")
 
 
 @pytest.mark.slow
@@ -208,14 +208,41 @@ async def test_listing_100k_entries_pages_in_bounded_memory(db_path: str) -> Non
                     for i in range(start, start + 10_000)
                 ]
             )
-        before = anon_rss_kib()
+        before = rss_kib()
         seen = 0
         last = None
         async for entry in cf.list(page_size=500):
             assert last is None or entry.timestamp <= last
             last = entry.timestamp
             seen += 1
-        grown_mib = (anon_rss_kib() - before) / 1024
+        grown_mib = (rss_kib() - before) / 1024
     assert seen == 100_000
     # The entries alone are about 30 MB of text: holding them all would show.
     assert grown_mib < 20, f"listing grew RSS by {grown_mib:.1f} MiB"
+
+
+async def _save_and_query(path: str, text: str) -> list[str]:
+    async with await ContextForge.open(path) as cf:
+        await cf.save(text, scope="s")
+        return [h.content for h in await cf.query("forked", "s")]
+
+
+def _in_forked_child(path: str, out: multiprocessing.Queue[list[str]]) -> None:
+    out.put(asyncio.run(_save_and_query(path, "written by the forked child")))
+
+
+def test_a_forked_child_opens_and_uses_a_store(db_path: str) -> None:
+    # The parent has used its worker threads before forking; the child has none
+    # of them and must start its own rather than wait on the parent's.
+    assert asyncio.run(_save_and_query(db_path, "written before forked")) == [
+        "written before forked"
+    ]
+    ctx = multiprocessing.get_context("fork")
+    out: multiprocessing.Queue[list[str]] = ctx.Queue()
+    child = ctx.Process(target=_in_forked_child, args=(db_path, out))
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+    assert child.exitcode == 0
+    assert sorted(out.get(timeout=5)) == ["written before forked", "written by the forked child"]

@@ -1,8 +1,9 @@
 //! The crate's one tokio runtime.
 //!
 //! libSQL's local calls block the thread they run on, so the engine's API is
-//! synchronous and the bindings run it on this runtime's blocking pool. The
-//! runtime is created lazily on first use. After `fork()` the child has no runtime
+//! synchronous: the bindings run it on their worker threads (`python/workers.rs`),
+//! which drive libSQL's futures on this runtime. The runtime is created lazily
+//! on first use. After `fork()` the child has no runtime
 //! threads: open stores after forking, not before.
 
 use std::future::Future;

@@ -207,6 +207,39 @@ fn kept_statements_never_hold_an_old_snapshot() {
 }
 
 #[test]
+fn a_common_word_matches_only_beside_a_rarer_one_in_a_large_store() {
+    let engine = Engine::open(Config::default()).unwrap();
+    let sorted = |mut ids: Vec<i64>| {
+        ids.sort_unstable();
+        ids
+    };
+    let small_common = engine.save(NewEntry::new("lorem filler zero").scope("s")).unwrap();
+    let small_rare = engine.save(NewEntry::new("lorem quasar").scope("s")).unwrap();
+    // A small store: every word makes a match.
+    assert_eq!(sorted(query(&engine, "quasar lorem", Some("s"))), vec![small_common, small_rare]);
+    let fillers = (0..10_500)
+        .map(|i| NewEntry { dedupe: false, ..NewEntry::new(format!("lorem filler {i}")).scope("s") })
+        .collect();
+    let fillers = engine.save_many(fillers).unwrap();
+    engine.flush().unwrap();
+    // Now "lorem" is in every entry: it scores only where "quasar" matched,
+    // in the committed index and in the tail alike.
+    let tail_common = engine.save(NewEntry::new("lorem only here").scope("s")).unwrap();
+    let tail_rare = engine.save(NewEntry::new("lorem quasar again").scope("s")).unwrap();
+    for scope in [Some("s"), None] {
+        assert_eq!(sorted(query(&engine, "quasar lorem", scope)), vec![small_rare, tail_rare]);
+    }
+    // Alone, a common word still matches.
+    let alone = query(&engine, "lorem", Some("s"));
+    assert!(!alone.is_empty() && alone.contains(&tail_common));
+    // Below the floor of live entries every word matches again, though the
+    // deleted ones are still counted in the index's statistics.
+    engine.delete_many(&fillers[..600]).unwrap();
+    engine.flush().unwrap();
+    assert!(query(&engine, "quasar lorem", Some("s")).len() > 2);
+}
+
+#[test]
 fn updates_and_deletes_reach_the_index_before_and_after_a_commit() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::open(file_config(&dir)).unwrap();

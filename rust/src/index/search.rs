@@ -21,6 +21,18 @@ use crate::error::Result;
 /// Queries longer than this many distinct terms keep the first ones.
 const MAX_QUERY_TERMS: usize = 1024;
 
+/// In a store of at least this many entries, a word in at least `COMMON_SHARE`
+/// of them is common: when the query also has rarer words, it adds to the
+/// score of entries that match those but no longer makes an entry a match by
+/// itself (Lucene's "common terms" query). Such an entry says nothing the query
+/// asked for beyond that word; ranking the best of tens of thousands of them by
+/// recency would walk the word's whole posting list, and pack the budget with
+/// noise. The floor is on the live entries, so that an index holding deleted
+/// documents and one rebuilt without them decide alike; smaller stores match
+/// every word.
+const COMMON_MIN_DOCS: u64 = 10_000;
+const COMMON_SHARE: f64 = 0.2;
+
 #[derive(Debug, Clone)]
 pub struct SearchRequest {
     pub text: String,
@@ -52,6 +64,15 @@ impl SearchRequest {
     }
 }
 
+/// An analysed query term.
+#[derive(Debug, Clone)]
+struct QueryTerm {
+    text: String,
+    weight: f32,
+    /// Scores only entries that a rarer term matched (see `COMMON_MIN_DOCS`).
+    common: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Candidate {
     pub id: i64,
@@ -74,6 +95,7 @@ impl SearchIndex {
         }
         let view = self.view.read();
         let stats = CombinedStats { searcher: &view.searcher, tail: &view.tail, fields: &self.fields };
+        let terms = self.mark_common(terms, &stats);
 
         let query = self.build_query(&terms, req);
         let mut out =
@@ -92,37 +114,68 @@ impl SearchIndex {
         f
     }
 
-    fn build_query(&self, terms: &[(String, f32)], req: &SearchRequest) -> Box<dyn Query> {
+    /// The query's terms with whether each is common (see `COMMON_MIN_DOCS`);
+    /// none is when every term is, or none.
+    fn mark_common(&self, terms: Vec<(String, f32)>, stats: &CombinedStats<'_>) -> Vec<QueryTerm> {
+        let large = stats.live_docs() >= COMMON_MIN_DOCS;
+        let floor = (COMMON_SHARE * stats.num_docs() as f64).ceil() as u64;
+        let mut marked: Vec<QueryTerm> = terms
+            .into_iter()
+            .map(|(text, weight)| {
+                let term = Term::from_field_text(self.fields.text, &text);
+                let df = tantivy::query::Bm25StatisticsProvider::doc_freq(stats, &term).unwrap_or(0);
+                QueryTerm { text, weight, common: large && df >= floor }
+            })
+            .collect();
+        if marked.iter().all(|t| t.common) {
+            for t in &mut marked {
+                t.common = false;
+            }
+        }
+        marked
+    }
+
+    fn build_query(&self, terms: &[QueryTerm], req: &SearchRequest) -> Box<dyn Query> {
         // Relevance = sum over fields of weight * BM25 of the field, each field
         // with its own statistics; `search_tail` mirrors this.
         let weights = req.weights();
         let filters = self.filters(req);
         let mut text: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let mut common: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for (slot, (field, weight)) in self.scored_fields().into_iter().zip(weights).enumerate() {
             if weight <= 0.0 {
                 continue;
             }
-            for (t, term_weight) in terms.iter().filter(|(t, _)| slot != DATE || schema::is_date_term(t)) {
+            for QueryTerm { text: t, weight: term_weight, common: is_common } in
+                terms.iter().filter(|t| slot != DATE || schema::is_date_term(&t.text))
+            {
+                let clauses = if *is_common { &mut common } else { &mut text };
                 let term = Term::from_field_text(field, t);
                 let q: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
                 let boost = weight * term_weight;
                 let q = if boost == 1.0 { q } else { Box::new(BoostQuery::new(q, boost)) };
                 if filters.is_empty() {
-                    text.push((Occur::Should, q));
+                    clauses.push((Occur::Should, q));
                 } else {
                     // Each term intersected with the filters, then the union: every
                     // intersection is driven by its shorter posting list, where
                     // filtering one union of all terms would walk a common word's
                     // whole posting list for a small scope.
-                    let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+                    let mut filtered: Vec<(Occur, Box<dyn Query>)> =
                         filters.iter().map(|f| (Occur::Must, f.box_clone())).collect();
-                    clauses.push((Occur::Must, q));
-                    text.push((Occur::Should, Box::new(BooleanQuery::new(clauses))));
+                    filtered.push((Occur::Must, q));
+                    clauses.push((Occur::Should, Box::new(BooleanQuery::new(filtered))));
                 }
             }
         }
         // Unfiltered, the disjunction alone lets tantivy prune with block-max WAND.
-        Box::new(BooleanQuery::new(text))
+        let matching: Box<dyn Query> = Box::new(BooleanQuery::new(text));
+        if common.is_empty() {
+            return matching;
+        }
+        // Common terms score only where a rarer one matched.
+        common.insert(0, (Occur::Must, matching));
+        Box::new(BooleanQuery::new(common))
     }
 
     /// The request's filters as zero-scoring queries, all of which must match.
@@ -212,7 +265,7 @@ pub fn query_terms(text: &str, stopword_weight: f32) -> Vec<(String, f32)> {
 fn search_tail(
     tail: &Tail,
     stats: &CombinedStats<'_>,
-    terms: &[(String, f32)],
+    terms: &[QueryTerm],
     req: &SearchRequest,
     fields: &[tantivy::schema::Field; SCORED_FIELDS],
 ) -> Vec<Candidate> {
@@ -221,21 +274,21 @@ fn search_tail(
     }
     let num_docs = stats.num_docs();
     let weights = req.weights();
-    // (slot, weight, average length, [(term, idf)]) per scored field.
-    let per_field: Vec<(usize, f32, f32, Vec<(&str, f32)>)> = (0..SCORED_FIELDS)
+    // (slot, weight, average length, [(term, idf, common)]) per scored field.
+    let per_field: Vec<(usize, f32, f32, Vec<(&str, f32, bool)>)> = (0..SCORED_FIELDS)
         .filter(|&slot| weights[slot] > 0.0)
         .map(|slot| {
             let field = fields[slot];
             let idfs = terms
                 .iter()
-                .filter(|(t, _)| slot != DATE || schema::is_date_term(t))
-                .map(|(t, term_weight)| {
+                .filter(|t| slot != DATE || schema::is_date_term(&t.text))
+                .map(|t| {
                     let df = tantivy::query::Bm25StatisticsProvider::doc_freq(
                         stats,
-                        &Term::from_field_text(field, t),
+                        &Term::from_field_text(field, &t.text),
                     )
                     .unwrap_or(0);
-                    (t.as_str(), term_weight * idf(df, num_docs))
+                    (t.text.as_str(), t.weight * idf(df, num_docs), t.common)
                 })
                 .collect();
             (slot, weights[slot], stats.avg_len(field), idfs)
@@ -245,20 +298,24 @@ fn search_tail(
         .values()
         .filter(|doc| req.admits(&doc.entry))
         .filter_map(|doc| {
+            // As `build_query`: a common term scores only beside a rarer one.
+            let mut matched = false;
             let relevance: f32 = per_field
                 .iter()
                 .map(|(slot, weight, avg_len, idfs)| {
                     let field = &doc.fields[*slot];
                     let sum: f32 = idfs
                         .iter()
-                        .filter_map(|(term, idf)| {
-                            field.terms.get(*term).map(|&tf| bm25(*idf, tf, field.len, *avg_len))
+                        .filter_map(|(term, idf, common)| {
+                            let tf = *field.terms.get(*term)?;
+                            matched |= !common;
+                            Some(bm25(*idf, tf, field.len, *avg_len))
                         })
                         .sum();
                     weight * sum
                 })
                 .sum();
-            (relevance > 0.0).then(|| {
+            (matched && relevance > 0.0).then(|| {
                 let recency =
                     recency_boost(doc.entry.timestamp, req.now, req.recency_weight, req.half_life_us);
                 Candidate {

@@ -21,6 +21,14 @@ impl CombinedStats<'_> {
         committed + self.tail.num_docs()
     }
 
+    /// Entries a query can find: the committed ones not deleted or replaced,
+    /// and the tail's. (`num_docs` counts deleted documents until a merge
+    /// drops them, as BM25's statistics do.)
+    pub fn live_docs(&self) -> u64 {
+        let committed = self.searcher.num_docs().saturating_sub(self.tail.tombstones.len() as u64);
+        committed + self.tail.docs.len() as u64
+    }
+
     pub fn avg_len(&self, field: Field) -> f32 {
         let docs = self.num_docs().max(1);
         let tokens = self.total_num_tokens(field).unwrap_or(0);

@@ -1,7 +1,7 @@
 //! The one place engine work leaves the event loop and the GIL.
 //!
 //! A method creates an asyncio future on the running loop and runs the engine
-//! closure on the runtime's blocking pool, without the GIL. The finished result
+//! closure on a worker thread (`workers`), without the GIL. The finished result
 //! goes into the loop's inbox, a queue beside a pipe whose read end the loop
 //! watches (`add_reader`); the worker writes one byte and never takes the GIL.
 //! On the loop's thread the inbox is drained: results become Python objects
@@ -64,7 +64,7 @@ where
     })
 }
 
-/// Runs `f` on the blocking pool and returns an awaitable of its result.
+/// Runs `f` on a worker thread and returns an awaitable of its result.
 pub fn awaitable<'py, T, F>(py: Python<'py>, f: F) -> PyResult<Bound<'py, PyAny>>
 where
     F: FnOnce() -> Result<T> + Send + 'static,

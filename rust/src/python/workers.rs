@@ -10,7 +10,7 @@
 //! wants it.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -38,6 +38,9 @@ struct Pool {
     /// Workers running a call.
     running: AtomicUsize,
     spinning: AtomicBool,
+    /// The process the counts above belong to: a child of `fork()` starts
+    /// without the parent's threads.
+    pid: AtomicU32,
 }
 
 fn pool() -> &'static Pool {
@@ -50,12 +53,14 @@ fn pool() -> &'static Pool {
         threads: AtomicUsize::new(0),
         running: AtomicUsize::new(0),
         spinning: AtomicBool::new(false),
+        pid: AtomicU32::new(std::process::id()),
     })
 }
 
 /// Runs `job` on a worker thread.
 pub fn spawn(job: impl FnOnce() + Send + 'static) {
     let pool = pool();
+    pool.after_fork();
     let waiting = {
         let mut queue = pool.queue.lock();
         queue.push_back(Box::new(job));
@@ -82,6 +87,20 @@ pub fn spawn(job: impl FnOnce() + Send + 'static) {
 }
 
 impl Pool {
+    /// In a forked child, forgets the parent's workers (only the forking
+    /// thread was copied) and the calls they had queued.
+    fn after_fork(&self) {
+        let me = std::process::id();
+        if self.pid.swap(me, Ordering::AcqRel) != me {
+            self.queue.lock().clear();
+            self.pending.store(false, Ordering::Release);
+            self.idle.store(0, Ordering::Release);
+            self.threads.store(0, Ordering::Release);
+            self.running.store(0, Ordering::Release);
+            self.spinning.store(false, Ordering::Release);
+        }
+    }
+
     fn work(&self) {
         // Engine calls drive storage futures with `block_on`, and may drop
         // resources that need the runtime's context.
