@@ -166,7 +166,7 @@ impl SearchIndex {
             return Err(Error::Internal("the index has another schema".into()));
         }
         schema::register(&index);
-        let writer = index.writer_with_num_threads(1, WRITER_MEMORY)?;
+        let writer = open_writer(&index)?;
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let (searcher, columns) = View::committed(reader.searcher())?;
         Ok(Self {
@@ -587,8 +587,15 @@ fn reset_writer(guard: &mut Option<IndexWriter<TantivyDocument>>) {
     let Some(old) = guard.take() else { return };
     let index = old.index().clone();
     drop(old); // releases the directory lock
-    match index.writer_with_num_threads(1, WRITER_MEMORY) {
+    match open_writer(&index) {
         Ok(writer) => *guard = Some(writer),
         Err(err) => log::error!("cannot reopen the search index writer: {err}"),
     }
+}
+
+/// The index writer: one indexing thread per core, up to two. A bulk save's
+/// pages are analysed and indexed on both cores (and merged into one segment
+/// afterwards); a flush of the tail uses one.
+fn open_writer(index: &Index) -> tantivy::Result<IndexWriter<TantivyDocument>> {
+    index.writer_with_num_threads(crate::runtime::cores().clamp(1, 2), WRITER_MEMORY)
 }

@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
+use super::cache;
 use super::split::{self, Splitter};
 use super::vocab::Vocab;
 
@@ -11,29 +12,31 @@ use super::vocab::Vocab;
 pub struct Bpe {
     vocab: Vocab<'static>,
     splitter: Splitter,
+    /// Which built-in vocabulary this is, for the piece cache.
+    which: usize,
 }
 
 /// The rank of a pair that is not a token; merging stops when every pair is.
 const NONE: u32 = u32::MAX;
 
 impl Bpe {
-    fn load(image: &'static [u8], pattern: &str) -> Self {
+    fn load(image: &'static [u8], pattern: &str, which: usize) -> Self {
         // Both inputs are compiled in and checked by the tests.
         let vocab = Vocab::new(image).expect("built-in vocabulary image is valid");
         let splitter = Splitter::new(pattern).expect("built-in pattern compiles");
-        Bpe { vocab, splitter }
+        Bpe { vocab, splitter, which }
     }
 
     /// o200k_base, loaded once per process.
     pub fn o200k() -> &'static Self {
         static BPE: OnceLock<Bpe> = OnceLock::new();
-        BPE.get_or_init(|| Bpe::load(include_bytes!("data/o200k_base.bin"), split::O200K))
+        BPE.get_or_init(|| Bpe::load(include_bytes!("data/o200k_base.bin"), split::O200K, 0))
     }
 
     /// cl100k_base, loaded once per process.
     pub fn cl100k() -> &'static Self {
         static BPE: OnceLock<Bpe> = OnceLock::new();
-        BPE.get_or_init(|| Bpe::load(include_bytes!("data/cl100k_base.bin"), split::CL100K))
+        BPE.get_or_init(|| Bpe::load(include_bytes!("data/cl100k_base.bin"), split::CL100K, 1))
     }
 
     /// The bytes of tokens `ids`, or the first id that is not an ordinary token
@@ -58,7 +61,12 @@ impl Bpe {
             let mut parts = parts.borrow_mut();
             let mut n = 0;
             self.splitter.pieces(text, |piece| {
-                n += self.count_piece(piece.as_bytes(), &mut parts);
+                let piece = piece.as_bytes();
+                n += if piece.len() <= 1 {
+                    1
+                } else {
+                    cache::count(self.which, piece, || self.count_piece(piece, &mut parts))
+                };
             });
             n
         })

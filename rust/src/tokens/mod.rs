@@ -5,6 +5,7 @@
 //! under a quarter of the memory of `tiktoken_rs::CoreBPE`.
 
 mod bpe;
+mod cache;
 #[cfg(test)]
 mod generate;
 mod split;

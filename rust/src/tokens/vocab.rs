@@ -118,7 +118,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 /// the keys are fixed, so no protection against chosen collisions is needed.
 /// The built-in images depend on it: changing it changes `MAGIC`.
 #[inline]
-fn hash(bytes: &[u8]) -> u64 {
+pub(super) fn hash(bytes: &[u8]) -> u64 {
     const K0: u64 = 0x9E37_79B9_7F4A_7C15;
     const K1: u64 = 0xA076_1D64_78BD_642F;
     let mut h = (bytes.len() as u64).wrapping_mul(K0);
