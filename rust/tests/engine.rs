@@ -267,11 +267,46 @@ fn updates_and_deletes_reach_the_index_before_and_after_a_commit() {
 }
 
 #[test]
+fn a_bulk_save_dedupes_as_single_saves_do() {
+    // Large enough for the grouped inserts, with repeats inside a group, across
+    // groups, of entries already stored, in other scopes and without dedupe.
+    let item = |i: usize| {
+        let text = format!("note {}", (i * 7) % 90);
+        let entry = NewEntry::new(if i % 11 == 0 { format!("  {}  ", text.to_uppercase()) } else { text });
+        let entry = entry.scope(if i % 5 == 0 { "b" } else { "a" });
+        NewEntry { dedupe: i % 13 != 0, ..entry }
+    };
+    let bulk = Engine::open(Config::default()).unwrap();
+    let single = Engine::open(Config::default()).unwrap();
+    for i in 0..20 {
+        bulk.save(item(i)).unwrap();
+        single.save(item(i)).unwrap();
+    }
+    let saved = bulk.save_detailed((20..400).map(item).collect()).unwrap();
+    let one_by_one: Vec<(i64, bool)> =
+        (20..400).map(|i| single.save_detailed(vec![item(i)]).unwrap()[0]).collect();
+    // The same entries are created, and each repeat points at the same earlier one.
+    let shape = |saved: &[(i64, bool)]| -> Vec<(usize, bool)> {
+        saved.iter().map(|&(id, created)| (saved.iter().position(|&(x, _)| x == id).unwrap(), created)).collect()
+    };
+    assert_eq!(shape(&saved), shape(&one_by_one));
+    assert_eq!(bulk.count(&ListFilter::default()).unwrap(), single.count(&ListFilter::default()).unwrap());
+    let ids: Vec<i64> = saved.iter().map(|&(id, _)| id).collect();
+    let contents = |engine: &Engine, ids: &[i64]| -> Vec<String> {
+        engine.get_many(ids).unwrap().into_iter().map(|h| h.unwrap().entry.content).collect()
+    };
+    let single_ids: Vec<i64> = one_by_one.iter().map(|&(id, _)| id).collect();
+    assert_eq!(contents(&bulk, &ids), contents(&single, &single_ids));
+}
+
+#[test]
 fn duplicates_return_the_existing_id_within_a_scope() {
     let engine = Engine::open(Config::default()).unwrap();
     let a = engine.save(NewEntry::new("Deploy  failed\n").scope("s")).unwrap();
     assert_eq!(engine.save(NewEntry::new(" Deploy failed").scope("s")).unwrap(), a);
     assert_ne!(engine.save(NewEntry::new("Deploy failed").scope("t")).unwrap(), a);
+    // An id asked for twice is found twice.
+    assert!(engine.get_many(&[a, a]).unwrap().iter().all(Option::is_some));
     let forced = engine.save(NewEntry { dedupe: false, ..NewEntry::new("Deploy failed").scope("s") });
     assert_ne!(forced.unwrap(), a);
     assert_eq!(engine.count(&ListFilter::default()).unwrap(), 3);

@@ -105,6 +105,11 @@ impl Tx<'_> {
         self.conn.query_on(&self.tx, sql, params).await
     }
 
+    /// A query whose statement is not kept (its shape is seldom repeated).
+    pub async fn query_once(&self, sql: &str, params: impl IntoParams) -> Result<KeptRows> {
+        Ok(KeptRows { rows: self.tx.query(sql, params).await?, stmt: None })
+    }
+
     pub async fn execute_kept(&self, sql: &str, params: impl IntoParams) -> Result<u64> {
         self.conn.execute_on(&self.tx, sql, params).await
     }

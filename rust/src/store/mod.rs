@@ -9,6 +9,7 @@
 //! replaced so that a later call reconnects.
 
 mod conn;
+mod group;
 mod read;
 mod retention;
 mod rows;
@@ -70,23 +71,11 @@ pub struct Change {
 pub struct Store {
     db: Database,
     writer: Mutex<Conn>,
-    /// Idle read connections by `Reads`; unused for `":memory:"`, where every
-    /// connection would open a different database.
-    readers: Option<[Mutex<Vec<Conn>>; 2]>,
+    /// Idle read connections; unused for `":memory:"`, where every connection
+    /// would open a different database.
+    readers: Option<Mutex<Vec<Conn>>>,
     busy_timeout: Duration,
     kind: Kind,
-}
-
-/// What a read connection is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reads {
-    /// Point lookups (a query's entries): the file is memory-mapped, which
-    /// spares a system call and a copy per page.
-    Lookup,
-    /// Reading the change log a page at a time: read, not mapped, so that a
-    /// bulk save read back does not leave the whole file mapped in the
-    /// process's resident memory.
-    Scan,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,12 +101,12 @@ impl Store {
             block_on(libsql::Builder::new_local(&config.path).build())?
         };
         let writer = Conn::new(db.connect()?, kind != Kind::Remote);
-        configure(&writer, busy_timeout, kind, false)?;
+        configure(&writer, busy_timeout, kind)?;
         schema::migrate(&writer)?;
         Ok(Self {
             db,
             writer: Mutex::new(writer),
-            readers: (kind != Kind::Memory).then(|| [Mutex::new(Vec::new()), Mutex::new(Vec::new())]),
+            readers: (kind != Kind::Memory).then(|| Mutex::new(Vec::new())),
             busy_timeout,
             kind,
         })
@@ -128,9 +117,9 @@ impl Store {
         self.kind == Kind::Remote
     }
 
-    fn connect(&self, reads: Reads) -> Result<Conn> {
+    fn connect(&self) -> Result<Conn> {
         let conn = Conn::new(self.db.connect()?, !self.is_remote());
-        configure(&conn, self.busy_timeout, self.kind, reads == Reads::Lookup)?;
+        configure(&conn, self.busy_timeout, self.kind)?;
         Ok(conn)
     }
 
@@ -140,7 +129,7 @@ impl Store {
         let mut conn = self.writer.lock();
         let result = f(&conn);
         if result.is_err() && self.is_remote() {
-            if let Ok(fresh) = self.connect(Reads::Scan) {
+            if let Ok(fresh) = self.connect() {
                 let _ctx = runtime().enter();
                 drop(std::mem::replace(&mut *conn, fresh));
             }
@@ -152,30 +141,19 @@ impl Store {
     /// server, a read that lost its connection is tried once more on a new one:
     /// reads are idempotent.
     fn with_reader<T>(&self, f: impl Fn(&Conn) -> Result<T>) -> Result<T> {
-        self.read_with(Reads::Lookup, f)
-    }
-
-    /// `with_reader` for reads that walk many rows: the change log, listings,
-    /// vectors.
-    fn with_scanner<T>(&self, f: impl Fn(&Conn) -> Result<T>) -> Result<T> {
-        self.read_with(Reads::Scan, f)
-    }
-
-    fn read_with<T>(&self, reads: Reads, f: impl Fn(&Conn) -> Result<T>) -> Result<T> {
-        let Some(pools) = &self.readers else {
+        let Some(pool) = &self.readers else {
             return f(&self.writer.lock());
         };
-        let pool = &pools[reads as usize];
         let pooled = pool.lock().pop();
         let conn = match pooled {
             Some(conn) => conn,
-            None => self.connect(reads)?,
+            None => self.connect()?,
         };
         let mut result = f(&conn);
         if self.is_remote() && result.as_ref().is_err_and(Error::is_retryable) {
             let _ctx = runtime().enter();
             drop(conn);
-            let conn = self.connect(reads)?;
+            let conn = self.connect()?;
             result = f(&conn);
             if result.is_ok() {
                 pool.lock().push(conn);
@@ -203,10 +181,7 @@ fn open_remote(config: &Config) -> Result<Database> {
     )))
 }
 
-/// How much of the database file a lookup connection maps.
-const MAPPED_BYTES: u64 = 256 << 20;
-
-fn configure(conn: &libsql::Connection, busy_timeout: Duration, kind: Kind, mapped: bool) -> Result<()> {
+fn configure(conn: &libsql::Connection, busy_timeout: Duration, kind: Kind) -> Result<()> {
     if kind == Kind::Remote {
         // The server owns journaling and locking; a remote connection has neither
         // PRAGMAs to set nor a busy handler.
@@ -219,9 +194,6 @@ fn configure(conn: &libsql::Connection, busy_timeout: Duration, kind: Kind, mapp
         block_on(conn.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;",
         ))?;
-        if mapped {
-            block_on(conn.execute_batch(&format!("PRAGMA mmap_size = {MAPPED_BYTES};")))?;
-        }
     }
     Ok(())
 }

@@ -87,7 +87,8 @@ impl Store {
             })?;
             found.extend(entries.into_iter().map(|e| (e.id, e)));
         }
-        Ok(ids.iter().map(|id| found.remove(id)).collect())
+        // An id may be asked for more than once.
+        Ok(ids.iter().map(|id| found.get(id).cloned()).collect())
     }
 
     /// The newest change number, or 0 for an empty log.
@@ -118,7 +119,7 @@ impl Store {
 
     /// Every scope with its number of entries; `None` is the global scope.
     pub fn scopes(&self) -> Result<Vec<(Option<String>, i64)>> {
-        self.with_scanner(|conn| {
+        self.with_reader(|conn| {
             block_on(async {
                 let mut rows = conn
                     .query("SELECT scope, COUNT(*) FROM entries GROUP BY scope ORDER BY scope", ())
@@ -150,7 +151,7 @@ impl Store {
         let sql = format!(
             "SELECT {ENTRY_COLUMNS} FROM entries WHERE {clause} ORDER BY ts DESC, id DESC LIMIT {limit}"
         );
-        self.with_scanner(|conn| {
+        self.with_reader(|conn| {
             block_on(async {
                 let mut rows = conn.query(&sql, params.clone()).await?;
                 let mut out = Vec::new();
@@ -172,7 +173,7 @@ impl Store {
              LEFT JOIN embeddings v ON v.entry_id = c.entry_id \
              WHERE c.seq > ?1 ORDER BY c.seq LIMIT {limit}"
         );
-        self.with_scanner(|conn| {
+        self.with_reader(|conn| {
             block_on(async {
                 let mut rows = conn.query_kept(&sql, [after]).await?;
                 let mut out = Vec::new();

@@ -57,7 +57,7 @@ impl Store {
             "SELECT {}, v.vector FROM embeddings v JOIN entries e ON e.id = v.entry_id",
             prefixed("e")
         );
-        self.with_scanner(|conn| {
+        self.with_reader(|conn| {
             block_on(async {
                 let mut rows = conn.query(&sql, ()).await?;
                 let mut out = Vec::new();
@@ -81,7 +81,7 @@ impl Store {
             "SELECT e.id, e.content FROM entries e LEFT JOIN embeddings v ON v.entry_id = e.id \
              WHERE v.entry_id IS NULL AND e.id > ?1 ORDER BY e.id LIMIT {limit}"
         );
-        self.with_scanner(|conn| {
+        self.with_reader(|conn| {
             block_on(async {
                 let mut rows = conn.query(&sql, [after]).await?;
                 let mut out = Vec::new();

@@ -8,6 +8,7 @@ use super::rows::{self, opt_text, text, ENTRY_COLUMNS};
 use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
 use super::retention::{self, Retention};
 use super::conn::Tx;
+use super::group;
 use super::{now_micros, PreparedEntry, Store};
 use crate::entry::{Entry, Micros};
 use crate::error::{Error, Result};
@@ -71,7 +72,11 @@ impl Store {
             let mut out = Vec::new();
             for chunk in chunks {
                 out.clear();
-                for e in chunk.borrow() {
+                let mut groups = chunk.borrow().chunks_exact(group::GROUP);
+                for g in &mut groups {
+                    group::insert(&tx, g, now, &mut out).await?;
+                }
+                for e in groups.remainder() {
                     out.push(insert_one(&tx, e, now).await?);
                 }
                 if retention.is_some() {

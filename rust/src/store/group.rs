@@ -1,0 +1,187 @@
+//! Inserting entries a group at a time: one statement for the group's
+//! duplicate lookup, one for its rows and one for its change log, instead of
+//! three per entry. A bulk save spent most of its write time setting up and
+//! stepping those small statements.
+//!
+//! Ids and change numbers come back through RETURNING, whose row order SQLite
+//! leaves open; both tables are AUTOINCREMENT, so within one statement (inside
+//! the writer's transaction) they are handed out in the order the rows are
+//! listed, and sorting them restores that order.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use libsql::Value;
+
+use super::conn::Tx;
+use super::rows::{opt_text, text};
+use super::schema::OP_INSERT;
+use super::write::Written;
+use super::PreparedEntry;
+use crate::entry::Micros;
+use crate::error::{Error, Result};
+use crate::normalize::{content_key, normalize};
+
+/// Entries per group. Ten parameters a row keeps a statement far below
+/// SQLite's limit of 32,766.
+pub(super) const GROUP: usize = 64;
+
+const ENTRY_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+/// Where an entry of the group ends up.
+enum Slot {
+    /// An identical entry already in the store.
+    Existing(i64),
+    /// The n-th row the group inserts.
+    New(usize),
+    /// A repeat of the n-th row the group inserts.
+    Repeat(usize),
+}
+
+/// Inserts `group` (at most `GROUP` entries), appending one `Written` per entry
+/// to `out` in order.
+pub(super) async fn insert(tx: &Tx<'_>, group: &[PreparedEntry], now: Micros, out: &mut Vec<Written>) -> Result<()> {
+    let stored = duplicates_in_store(tx, group).await?;
+    // Every entry's duplicate key, computed here for one saved without
+    // duplicate detection: a later entry of the group may still repeat it.
+    let keys: Vec<(i64, Cow<'_, str>)> = group
+        .iter()
+        .map(|e| match &e.dedup_key {
+            Some((key, normalized)) => (*key, Cow::Borrowed(normalized.as_str())),
+            None => {
+                let normalized = normalize(&e.content);
+                (content_key(&normalized), Cow::Owned(normalized))
+            }
+        })
+        .collect();
+    // An entry identical to one earlier in the group takes that one's row.
+    let mut first_new: HashMap<(i64, Option<&str>, &str), usize> = HashMap::new();
+    let mut rows: Vec<(&PreparedEntry, i64)> = Vec::with_capacity(group.len());
+    let mut slots: Vec<Slot> = Vec::with_capacity(group.len());
+    for ((e, stored), (key, normalized)) in group.iter().zip(stored).zip(&keys) {
+        let same = (*key, e.scope.as_deref(), normalized.as_ref());
+        if let Some(id) = stored {
+            slots.push(Slot::Existing(id));
+            continue;
+        }
+        if e.dedup_key.is_some() {
+            if let Some(&row) = first_new.get(&same) {
+                slots.push(Slot::Repeat(row));
+                continue;
+            }
+        }
+        first_new.entry(same).or_insert(rows.len());
+        slots.push(Slot::New(rows.len()));
+        rows.push((e, *key));
+    }
+    let ids = insert_rows(tx, &rows, now).await?;
+    for ((e, _), &id) in rows.iter().zip(&ids) {
+        if let Some(vector) = &e.embedding {
+            super::vectors::put(tx, id, vector).await?;
+        }
+    }
+    let seqs = log_inserts(tx, &ids).await?;
+    for slot in slots {
+        out.push(match slot {
+            Slot::New(row) => Written { id: ids[row], seq: Some(seqs[row]) },
+            Slot::Repeat(row) => Written { id: ids[row], seq: None },
+            Slot::Existing(id) => Written { id, seq: None },
+        });
+    }
+    Ok(())
+}
+
+/// For each entry, the id of an identical entry already in its scope (the
+/// oldest, as a lookup one entry at a time finds), or `None`.
+async fn duplicates_in_store(tx: &Tx<'_>, group: &[PreparedEntry]) -> Result<Vec<Option<i64>>> {
+    let keys: Vec<i64> = group.iter().filter_map(|e| e.dedup_key.as_ref().map(|(k, _)| *k)).collect();
+    if keys.is_empty() {
+        return Ok(vec![None; group.len()]);
+    }
+    // A fixed shape, kept prepared: the list is padded with its last key.
+    let last = keys[keys.len() - 1];
+    let params: Vec<Value> =
+        keys.iter().copied().chain(std::iter::repeat(last)).take(GROUP).map(Value::Integer).collect();
+    let sql = format!(
+        "SELECT id, content, content_key, scope FROM entries WHERE content_key IN ({})",
+        vec!["?"; GROUP].join(",")
+    );
+    let mut found: HashMap<i64, Vec<(i64, String, Option<String>)>> = HashMap::new();
+    let mut rows = tx.query_kept(&sql, params).await?;
+    while let Some(row) = rows.next().await? {
+        let key: i64 = row.get(2)?;
+        found.entry(key).or_default().push((row.get(0)?, row.get(1)?, row.get(3)?));
+    }
+    drop(rows);
+    Ok(group
+        .iter()
+        .map(|e| {
+            let (key, normalized) = e.dedup_key.as_ref()?;
+            found
+                .get(key)?
+                .iter()
+                .filter(|(_, content, scope)| scope.as_deref() == e.scope.as_deref() && normalize(content) == *normalized)
+                .map(|(id, _, _)| *id)
+                .min()
+        })
+        .collect())
+}
+
+/// Inserts `rows` (each with its duplicate key) in one statement; their ids,
+/// in order.
+async fn insert_rows(tx: &Tx<'_>, rows: &[(&PreparedEntry, i64)], now: Micros) -> Result<Vec<i64>> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut params: Vec<Value> = Vec::with_capacity(rows.len() * 10);
+    for &(e, key) in rows {
+        params.extend([
+            text(&e.content),
+            text(&e.kind),
+            opt_text(e.scope.as_deref()),
+            opt_text(e.session_id.as_deref()),
+            opt_text(e.metadata.as_deref()),
+            Value::Integer(e.timestamp),
+            Value::Integer(i64::from(e.tokens)),
+            Value::Integer(now),
+            Value::Integer(key),
+            e.expires_at.map_or(Value::Null, Value::Integer),
+        ]);
+    }
+    let sql = format!(
+        "INSERT INTO entries (content, kind, scope, session_id, metadata, ts, tokens, \
+         created_at, content_key, expires_at) VALUES {} RETURNING id",
+        vec![ENTRY_ROW; rows.len()].join(",")
+    );
+    returned_in_order(tx, &sql, params, rows.len()).await
+}
+
+/// Logs an insert of each of `ids` in one statement; the change numbers, in order.
+async fn log_inserts(tx: &Tx<'_>, ids: &[i64]) -> Result<Vec<i64>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let params: Vec<Value> = ids.iter().map(|&id| Value::Integer(id)).collect();
+    let sql = format!(
+        "INSERT INTO changes (entry_id, op) VALUES {} RETURNING seq",
+        vec![format!("(?, {OP_INSERT})"); ids.len()].join(",")
+    );
+    returned_in_order(tx, &sql, params, ids.len()).await
+}
+
+/// The integers an `INSERT ... RETURNING` of `n` rows into an AUTOINCREMENT
+/// table returns, in the order the rows were listed. A full group's statement
+/// is kept prepared; the shapes of smaller ones (a group with repeats) are not.
+async fn returned_in_order(tx: &Tx<'_>, sql: &str, params: Vec<Value>, n: usize) -> Result<Vec<i64>> {
+    let mut rows = if n == GROUP { tx.query_kept(sql, params).await? } else { tx.query_once(sql, params).await? };
+    let mut out = Vec::with_capacity(n);
+    while let Some(row) = rows.next().await? {
+        out.push(row.get::<i64>(0)?);
+    }
+    drop(rows);
+    if out.len() != n {
+        return Err(Error::Internal(format!("{n} rows inserted, {} returned", out.len())));
+    }
+    out.sort_unstable();
+    Ok(out)
+}
