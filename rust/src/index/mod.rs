@@ -11,6 +11,7 @@ mod flusher;
 pub mod schema;
 mod search;
 mod stats;
+mod stem;
 pub mod tail;
 
 use std::collections::{HashMap, HashSet};
