@@ -9,7 +9,9 @@ import asyncio
 import gc
 from pathlib import Path
 
-from contextforge import ContextForge
+import pytest
+
+from contextforge import ContextForge, NotFound, _convert
 
 
 def test_results_reach_each_new_event_loop(tmp_path: Path) -> None:
@@ -54,3 +56,24 @@ async def test_many_calls_in_flight_while_the_loop_runs_python(mem: ContextForge
     assert total == sum(range(200_000))
     assert [h.id for h in entries if h is not None] == ids
     assert all(len(hits) == 50 for hits in found)
+
+
+async def test_an_error_arrives_typed_whichever_way_the_result_comes(mem: ContextForge) -> None:
+    # Awaited alone, a result is taken straight from the worker; beside other
+    # calls, it comes through the loop. An error must survive both.
+    with pytest.raises(NotFound):
+        await mem.update(12345, content="x")
+    results = await asyncio.gather(
+        mem.update(12345, content="x"), mem.save("beside it"), return_exceptions=True
+    )
+    assert isinstance(results[0], NotFound) and isinstance(results[1], int)
+
+
+async def test_a_call_never_awaited_leaves_nothing_behind(mem: ContextForge) -> None:
+    await mem.save("kept note", scope="s")
+    for _ in range(50):
+        mem._engine.count(_convert.list_filter(True, "s", None, None, None, None))
+    gc.collect()
+    await asyncio.sleep(0.05)
+    assert await mem.count("s") == 1
+    assert [h.content for h in await mem.query("kept", "s", 100)] == ["kept note"]

@@ -1,12 +1,14 @@
 //! The one place engine work leaves the event loop and the GIL.
 //!
 //! A method creates an asyncio future on the running loop and runs the engine
-//! closure on a worker thread (`workers`), without the GIL. The finished result
-//! goes into the loop's inbox, a queue beside a pipe whose read end the loop
-//! watches (`add_reader`); the worker writes one byte and never takes the GIL.
-//! On the loop's thread the inbox is drained: results become Python objects
-//! and settle their futures. A panic becomes an `InternalError` instead of
-//! crossing into Python.
+//! closure on a worker thread (`workers`), without the GIL, and returns a
+//! `handoff::Pending`: awaited while the loop has nothing else to run, it waits
+//! awake for the result for a moment and takes it straight from the worker.
+//! Otherwise the finished result goes into the loop's inbox, a queue beside a
+//! pipe whose read end the loop watches (`add_reader`); the worker writes one
+//! byte and never takes the GIL. On the loop's thread the inbox is drained:
+//! results become Python objects and settle their futures. A panic becomes an
+//! `InternalError` instead of crossing into Python.
 //!
 //! A worker that took the GIL to hand over its result would wait for the loop's
 //! thread to release it (up to the interpreter's switch interval when that
@@ -34,6 +36,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::IntoPyObjectExt;
 
 use super::errors::to_py;
+use super::handoff::{Handoff, Pending};
 use super::workers;
 use crate::error::{Error, Result};
 
@@ -52,7 +55,7 @@ fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
 }
 
 /// A finished call: turns its result into Python on the loop's thread.
-type Outcome = Box<dyn FnOnce(Python<'_>) -> (bool, Py<PyAny>) + Send>;
+pub(super) type Outcome = Box<dyn FnOnce(Python<'_>) -> (bool, Py<PyAny>) + Send>;
 
 fn outcome<T>(result: Result<T>) -> Outcome
 where
@@ -79,19 +82,30 @@ where
     let target = future.clone().unbind();
     match inbox(&event_loop) {
         Some(inbox) => {
-            workers::spawn(move || inbox.deliver(target, outcome(guarded(f))));
+            inbox.in_flight.fetch_add(1, Ordering::AcqRel);
+            let handoff = Arc::new(Handoff::new());
+            let (worker_handoff, worker_inbox) = (Arc::clone(&handoff), Arc::clone(&inbox));
+            workers::spawn(move || {
+                if let Some(outcome) = worker_handoff.offer(outcome(guarded(f))) {
+                    worker_inbox.deliver(target, outcome);
+                }
+            });
+            let pending = Pending::new(future.unbind(), event_loop.unbind(), handoff, inbox);
+            Ok(Bound::new(py, pending)?.into_any())
         }
         None => {
             let event_loop = event_loop.unbind();
             workers::spawn(move || settle_from_worker(event_loop, target, outcome(guarded(f))));
+            Ok(future)
         }
     }
-    Ok(future)
 }
 
 /// Results waiting for one event loop, and the pipe that wakes it.
-struct Inbox {
+pub(super) struct Inbox {
     queue: Mutex<Vec<(Py<PyAny>, Outcome)>>,
+    /// Calls started on this loop whose result has not been taken yet.
+    in_flight: AtomicUsize,
     /// Set while a wake-up byte is in the pipe, so there is at most one.
     signalled: AtomicBool,
     writer: Mutex<PipeWriter>,
@@ -99,6 +113,15 @@ struct Inbox {
 }
 
 impl Inbox {
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
+    }
+
+    /// A call's result was taken.
+    pub fn finished(&self) {
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+
     /// From a worker, without the GIL.
     fn deliver(&self, future: Py<PyAny>, outcome: Outcome) {
         self.queue.lock().push((future, outcome));
@@ -118,6 +141,7 @@ impl Inbox {
         self.signalled.store(false, Ordering::Release);
         let ready = std::mem::take(&mut *self.queue.lock());
         for (future, outcome) in ready {
+            self.finished();
             let (ok, value) = outcome(py);
             if let Err(err) = settle(future.bind(py), ok, value.into_bound(py)) {
                 err.write_unraisable(py, None);
@@ -154,6 +178,7 @@ fn inbox(event_loop: &Bound<'_, PyAny>) -> Option<Arc<Inbox>> {
     let fd = reader.as_raw_fd();
     let inbox = Arc::new(Inbox {
         queue: Mutex::new(Vec::new()),
+        in_flight: AtomicUsize::new(0),
         signalled: AtomicBool::new(false),
         writer: Mutex::new(writer),
         reader: Mutex::new(reader),

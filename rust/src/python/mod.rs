@@ -6,6 +6,7 @@ mod context;
 mod embedder;
 mod engine;
 mod errors;
+mod handoff;
 mod hit;
 mod workers;
 
