@@ -117,6 +117,11 @@ fn hrana_retryable(message: &str) -> bool {
             .iter()
             .any(|code| message.contains(code));
     }
+    // A result stream cut off mid-body: the server went away while answering.
+    let cut_off = ["error reading a body", "unexpected EOF", "connection closed", "connection reset"];
+    if message.starts_with("cursor error") {
+        return cut_off.iter().any(|cause| message.contains(cause));
+    }
     message.starts_with("unexpected response")
 }
 
@@ -158,6 +163,12 @@ mod tests {
         ));
         assert!(!hrana_retryable(
             "stream error: `Error { message: \"no such table\", code: \"SQLITE_ERROR\" }`"
+        ));
+        assert!(hrana_retryable(
+            "cursor error: `error reading a body from connection: unexpected EOF during chunk size line`"
+        ));
+        assert!(!hrana_retryable(
+            "cursor error: `Error { message: \"no such column: x\", code: \"SQLITE_ERROR\" }`"
         ));
     }
 }

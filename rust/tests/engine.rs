@@ -229,9 +229,13 @@ fn a_common_word_matches_only_beside_a_rarer_one_in_a_large_store() {
     for scope in [Some("s"), None] {
         assert_eq!(sorted(query(&engine, "quasar lorem", scope)), vec![small_rare, tail_rare]);
     }
-    // Alone, a common word still matches.
+    // Alone, a common word still matches; so it does beside a word the store
+    // lacks, or one found only in other scopes.
     let alone = query(&engine, "lorem", Some("s"));
     assert!(!alone.is_empty() && alone.contains(&tail_common));
+    assert_eq!(query(&engine, "lorem xyzzy", Some("s")), alone);
+    engine.save(NewEntry::new("plugh elsewhere").scope("t")).unwrap();
+    assert_eq!(query(&engine, "lorem plugh", Some("s")), alone);
     // Below the floor of live entries every word matches again, though the
     // deleted ones are still counted in the index's statistics.
     engine.delete_many(&fillers[..600]).unwrap();

@@ -95,12 +95,23 @@ impl SearchIndex {
         }
         let view = self.view.read();
         let stats = CombinedStats { searcher: &view.searcher, tail: &view.tail, fields: &self.fields };
-        let terms = self.mark_common(terms, &stats);
-
-        let query = self.build_query(&terms, req);
-        let mut out =
-            committed(&view.searcher, &view.columns, query.as_ref(), &stats, req, &view.tail.tombstones)?;
-        out.extend(search_tail(&view.tail, &stats, &terms, req, &self.scored_fields()));
+        let mut terms = self.mark_common(terms, &stats);
+        let search = |terms: &[QueryTerm]| -> Result<Vec<Candidate>> {
+            let query = self.build_query(terms, req);
+            let mut out =
+                committed(&view.searcher, &view.columns, query.as_ref(), &stats, req, &view.tail.tombstones)?;
+            out.extend(search_tail(&view.tail, &stats, terms, req, &self.scored_fields()));
+            Ok(out)
+        };
+        let mut out = search(&terms)?;
+        if out.is_empty() && terms.iter().any(|t| t.common) {
+            // The rarer words match nothing here (they are in other scopes, or
+            // filtered out): the common ones are all the query has.
+            for t in &mut terms {
+                t.common = false;
+            }
+            out = search(&terms)?;
+        }
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
         out.truncate(req.depth);
         Ok(out)
@@ -114,20 +125,27 @@ impl SearchIndex {
         f
     }
 
-    /// The query's terms with whether each is common (see `COMMON_MIN_DOCS`);
-    /// none is when every term is, or none.
+    /// The query's terms with whether each is common (see `COMMON_MIN_DOCS`).
+    /// None is unless some other term is rarer and found in the store: a word
+    /// the store lacks cannot stand in for the common ones.
     fn mark_common(&self, terms: Vec<(String, f32)>, stats: &CombinedStats<'_>) -> Vec<QueryTerm> {
         let large = stats.live_docs() >= COMMON_MIN_DOCS;
         let floor = (COMMON_SHARE * stats.num_docs() as f64).ceil() as u64;
+        let df = |field, text: &str| {
+            tantivy::query::Bm25StatisticsProvider::doc_freq(stats, &Term::from_field_text(field, text))
+                .unwrap_or(0)
+        };
+        let mut rarer_found = false;
         let mut marked: Vec<QueryTerm> = terms
             .into_iter()
             .map(|(text, weight)| {
-                let term = Term::from_field_text(self.fields.text, &text);
-                let df = tantivy::query::Bm25StatisticsProvider::doc_freq(stats, &term).unwrap_or(0);
-                QueryTerm { text, weight, common: large && df >= floor }
+                let in_text = df(self.fields.text, &text);
+                let common = large && in_text >= floor;
+                rarer_found |= !common && (in_text > 0 || df(self.fields.context, &text) > 0);
+                QueryTerm { text, weight, common }
             })
             .collect();
-        if marked.iter().all(|t| t.common) {
+        if !rarer_found {
             for t in &mut marked {
                 t.common = false;
             }

@@ -69,10 +69,13 @@ impl Handoff {
     }
 }
 
+/// The Python references are options so that the garbage collector can
+/// break a cycle through them (future -> task -> coroutine -> this).
 #[pyclass(module = "contextforge._core")]
 pub(super) struct Pending {
-    future: Py<PyAny>,
-    event_loop: Py<PyAny>,
+    future: Option<Py<PyAny>>,
+    /// Needed only until the first step.
+    event_loop: Option<Py<PyAny>>,
     handoff: Arc<Handoff>,
     inbox: Arc<Inbox>,
     started: bool,
@@ -80,18 +83,28 @@ pub(super) struct Pending {
 
 impl Pending {
     pub fn new(future: Py<PyAny>, event_loop: Py<PyAny>, handoff: Arc<Handoff>, inbox: Arc<Inbox>) -> Self {
-        Self { future, event_loop, handoff, inbox, started: false }
+        Self { future: Some(future), event_loop: Some(event_loop), handoff, inbox, started: false }
     }
 
-    /// Whether the loop has nothing but this call to wait for.
+    /// Whether the loop has nothing but this call to wait for, and there is a
+    /// second core for the worker while this thread waits.
     fn loop_is_idle(&self, py: Python<'_>) -> bool {
-        self.inbox.in_flight() == 1
-            && self
-                .event_loop
-                .bind(py)
-                .getattr(intern!(py, "_ready"))
-                .and_then(|ready| ready.len())
-                .is_ok_and(|n| n == 0)
+        crate::runtime::cores() > 1
+            && self.inbox.in_flight() == 1
+            && self.event_loop.as_ref().is_some_and(|event_loop| {
+                event_loop
+                    .bind(py)
+                    .getattr(intern!(py, "_ready"))
+                    .and_then(|ready| ready.len())
+                    .is_ok_and(|n| n == 0)
+            })
+    }
+
+    fn future<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyAny>> {
+        self.future
+            .as_ref()
+            .map(|f| f.bind(py))
+            .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("the call's future was cleared"))
     }
 }
 
@@ -108,11 +121,13 @@ impl Pending {
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         if self.started {
             // Resumed by the loop: the future is done (or cancelled, which raises).
-            let result = self.future.bind(py).call_method0(intern!(py, "result"))?;
+            let result = self.future(py)?.call_method0(intern!(py, "result"))?;
             return Err(PyStopIteration::new_err((result.unbind(),)));
         }
         self.started = true;
-        let direct = if self.loop_is_idle(py) {
+        let idle = self.loop_is_idle(py);
+        self.event_loop = None;
+        let direct = if idle {
             let handoff = Arc::clone(&self.handoff);
             py.detach(move || handoff.wait())
         } else {
@@ -127,9 +142,24 @@ impl Pending {
                 PyErr::from_value(value.into_bound(py))
             });
         }
-        let future = self.future.bind(py);
+        let future = self.future(py)?;
         future.setattr(intern!(py, "_asyncio_future_blocking"), true)?;
         Ok(future.clone().unbind())
+    }
+
+    fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        if let Some(future) = &self.future {
+            visit.call(future)?;
+        }
+        if let Some(event_loop) = &self.event_loop {
+            visit.call(event_loop)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        self.future = None;
+        self.event_loop = None;
     }
 }
 

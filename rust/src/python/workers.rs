@@ -8,10 +8,12 @@
 //! sleeping CPU is handed back to the host. Only one worker spins at a time,
 //! only while no other runs a call, and it yields its core to any thread that
 //! wants it.
+//!
+//! Every decision about who takes a call (the spinner, a sleeper, a new
+//! thread) is made under the queue's lock, so none is lost between them.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -24,49 +26,60 @@ type Job = Box<dyn FnOnce() + Send>;
 const SPIN: Duration = Duration::from_micros(200);
 /// How long an idle worker sleeps before its thread ends.
 const KEEP_IDLE: Duration = Duration::from_secs(10);
-/// The most threads at once; calls beyond that wait for a free one.
-const MAX_THREADS: usize = 64;
+/// The most threads at once (tokio's default); calls beyond that wait for a
+/// free one.
+const MAX_THREADS: usize = 512;
 
 struct Pool {
     queue: Mutex<VecDeque<Job>>,
     /// Set while `queue` is not empty, for the spinning worker to watch.
     pending: AtomicBool,
     ready: Condvar,
-    /// Workers not running a call (spinning or sleeping).
+    /// Workers not running a call (spinning or sleeping). Changed under the
+    /// queue's lock, except when a worker starts spinning.
     idle: AtomicUsize,
     threads: AtomicUsize,
     /// Workers running a call.
     running: AtomicUsize,
+    /// Cleared under the queue's lock.
     spinning: AtomicBool,
-    /// The process the counts above belong to: a child of `fork()` starts
-    /// without the parent's threads.
-    pid: AtomicU32,
+    /// The process this pool belongs to.
+    pid: u32,
 }
 
+/// This process's pool. A child of `fork()` gets a new one: it has none of the
+/// parent's threads, and the parent's locks and condition variable still list
+/// them as waiters, so they are never touched again (and never freed).
 fn pool() -> &'static Pool {
-    static POOL: OnceLock<Pool> = OnceLock::new();
-    POOL.get_or_init(|| Pool {
-        queue: Mutex::new(VecDeque::new()),
-        pending: AtomicBool::new(false),
-        ready: Condvar::new(),
-        idle: AtomicUsize::new(0),
-        threads: AtomicUsize::new(0),
-        running: AtomicUsize::new(0),
-        spinning: AtomicBool::new(false),
-        pid: AtomicU32::new(std::process::id()),
-    })
+    static POOL: AtomicPtr<Pool> = AtomicPtr::new(std::ptr::null_mut());
+    let me = std::process::id();
+    loop {
+        let current = POOL.load(Ordering::Acquire);
+        // SAFETY: a pool is leaked when made and never freed, so the pointer
+        // stays valid for the life of the process.
+        if let Some(pool) = unsafe { current.as_ref() } {
+            if pool.pid == me {
+                return pool;
+            }
+        }
+        let fresh = Box::into_raw(Box::new(Pool::new(me)));
+        if POOL.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            // SAFETY: just leaked above.
+            return unsafe { &*fresh };
+        }
+        // Another thread installed one first: free ours (never shared) and use it.
+        // SAFETY: `fresh` came from `Box::into_raw` and was never published.
+        drop(unsafe { Box::from_raw(fresh) });
+    }
 }
 
 /// Runs `job` on a worker thread.
 pub fn spawn(job: impl FnOnce() + Send + 'static) {
     let pool = pool();
-    pool.after_fork();
-    let waiting = {
-        let mut queue = pool.queue.lock();
-        queue.push_back(Box::new(job));
-        pool.pending.store(true, Ordering::Release);
-        queue.len()
-    };
+    let mut queue = pool.queue.lock();
+    queue.push_back(Box::new(job));
+    pool.pending.store(true, Ordering::Release);
+    let waiting = queue.len();
     if pool.spinning.load(Ordering::Acquire) && waiting == 1 {
         return; // the spinning worker takes it
     }
@@ -87,17 +100,16 @@ pub fn spawn(job: impl FnOnce() + Send + 'static) {
 }
 
 impl Pool {
-    /// In a forked child, forgets the parent's workers (only the forking
-    /// thread was copied) and the calls they had queued.
-    fn after_fork(&self) {
-        let me = std::process::id();
-        if self.pid.swap(me, Ordering::AcqRel) != me {
-            self.queue.lock().clear();
-            self.pending.store(false, Ordering::Release);
-            self.idle.store(0, Ordering::Release);
-            self.threads.store(0, Ordering::Release);
-            self.running.store(0, Ordering::Release);
-            self.spinning.store(false, Ordering::Release);
+    fn new(pid: u32) -> Self {
+        Self {
+            queue: Mutex::new(VecDeque::new()),
+            pending: AtomicBool::new(false),
+            ready: Condvar::new(),
+            idle: AtomicUsize::new(0),
+            threads: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            spinning: AtomicBool::new(false),
+            pid,
         }
     }
 
@@ -105,13 +117,11 @@ impl Pool {
         // Engine calls drive storage futures with `block_on`, and may drop
         // resources that need the runtime's context.
         let _ctx = runtime().enter();
-        loop {
-            let Some(job) = self.next() else { break };
+        while let Some(job) = self.next() {
             self.running.fetch_add(1, Ordering::AcqRel);
             job();
             self.running.fetch_sub(1, Ordering::AcqRel);
         }
-        self.threads.fetch_sub(1, Ordering::AcqRel);
     }
 
     fn take(&self, queue: &mut VecDeque<Job>) -> Option<Job> {
@@ -120,14 +130,22 @@ impl Pool {
         job
     }
 
-    /// The next job; `None` when the thread has been idle long enough to end.
+    /// The next job; `None` when the thread has been idle long enough to end
+    /// (its counts are taken off then, under the queue's lock).
     fn next(&self) -> Option<Job> {
-        if let Some(job) = self.take(&mut self.queue.lock()) {
+        let mut queue = self.queue.lock();
+        if let Some(job) = self.take(&mut queue) {
             return Some(job);
         }
         self.idle.fetch_add(1, Ordering::AcqRel);
-        let job = self.spin().or_else(|| self.sleep());
+        drop(queue);
+        let job = self.spin();
+        let mut queue = self.queue.lock();
+        let job = job.or_else(|| self.sleep(&mut queue));
         self.idle.fetch_sub(1, Ordering::AcqRel);
+        if job.is_none() {
+            self.threads.fetch_sub(1, Ordering::AcqRel);
+        }
         job
     }
 
@@ -138,28 +156,27 @@ impl Pool {
             return None;
         }
         let until = Instant::now() + SPIN;
-        let mut job = None;
-        while Instant::now() < until {
-            if self.pending.load(Ordering::Acquire) {
-                job = self.take(&mut self.queue.lock());
-                if job.is_some() {
-                    break;
+        loop {
+            if self.pending.load(Ordering::Acquire) || Instant::now() >= until {
+                // Taking a job and no longer spinning are one step for `spawn`.
+                let mut queue = self.queue.lock();
+                let job = self.take(&mut queue);
+                if job.is_some() || Instant::now() >= until {
+                    self.spinning.store(false, Ordering::Release);
+                    return job;
                 }
             }
             std::thread::yield_now();
         }
-        self.spinning.store(false, Ordering::Release);
-        job
     }
 
-    fn sleep(&self) -> Option<Job> {
-        let mut queue = self.queue.lock();
+    fn sleep(&self, queue: &mut parking_lot::MutexGuard<'_, VecDeque<Job>>) -> Option<Job> {
         loop {
-            if let Some(job) = self.take(&mut queue) {
+            if let Some(job) = self.take(queue) {
                 return Some(job);
             }
-            if self.ready.wait_for(&mut queue, KEEP_IDLE).timed_out() {
-                return self.take(&mut queue);
+            if self.ready.wait_for(queue, KEEP_IDLE).timed_out() {
+                return self.take(queue);
             }
         }
     }

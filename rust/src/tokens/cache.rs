@@ -31,7 +31,9 @@ pub(super) fn count(which: usize, piece: &[u8], count: impl FnOnce() -> usize) -
     if piece.len() > MAX_PIECE {
         return count();
     }
-    let shard = &COUNTS[which][(vocab::hash(piece) >> 60) as usize % SHARDS];
+    // Bits the maps' own use of the hash leaves alone (the low ones pick a
+    // bucket, the top seven tag it).
+    let shard = &COUNTS[which][(vocab::hash(piece) >> 32) as usize % SHARDS];
     if let Some(&n) = shard.lock().get(piece) {
         return n as usize;
     }
