@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use libsql::Value;
 
 use super::conn::Tx;
-use super::rows::{opt_text, text};
+use super::rows::{entry_values, padded_in, ENTRY_ROW, INSERT_ENTRY};
 use super::schema::OP_INSERT;
 use super::write::Written;
 use super::PreparedEntry;
@@ -25,8 +25,6 @@ use crate::normalize::{content_key, normalize};
 /// Entries per group. Ten parameters a row keeps a statement far below
 /// SQLite's limit of 32,766.
 pub(super) const GROUP: usize = 64;
-
-const ENTRY_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 /// Where an entry of the group ends up.
 enum Slot {
@@ -98,14 +96,8 @@ async fn duplicates_in_store(tx: &Tx<'_>, group: &[PreparedEntry]) -> Result<Vec
     if keys.is_empty() {
         return Ok(vec![None; group.len()]);
     }
-    // A fixed shape, kept prepared: the list is padded with its last key.
-    let last = keys[keys.len() - 1];
-    let params: Vec<Value> =
-        keys.iter().copied().chain(std::iter::repeat(last)).take(GROUP).map(Value::Integer).collect();
-    let sql = format!(
-        "SELECT id, content, content_key, scope FROM entries WHERE content_key IN ({})",
-        vec!["?"; GROUP].join(",")
-    );
+    let (list, params) = padded_in(&keys, GROUP);
+    let sql = format!("SELECT id, content, content_key, scope FROM entries WHERE content_key {list}");
     let mut found: HashMap<i64, Vec<(i64, String, Option<String>)>> = HashMap::new();
     let mut rows = tx.query_kept(&sql, params).await?;
     while let Some(row) = rows.next().await? {
@@ -133,26 +125,8 @@ async fn insert_rows(tx: &Tx<'_>, rows: &[(&PreparedEntry, i64)], now: Micros) -
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let mut params: Vec<Value> = Vec::with_capacity(rows.len() * 10);
-    for &(e, key) in rows {
-        params.extend([
-            text(&e.content),
-            text(&e.kind),
-            opt_text(e.scope.as_deref()),
-            opt_text(e.session_id.as_deref()),
-            opt_text(e.metadata.as_deref()),
-            Value::Integer(e.timestamp),
-            Value::Integer(i64::from(e.tokens)),
-            Value::Integer(now),
-            Value::Integer(key),
-            e.expires_at.map_or(Value::Null, Value::Integer),
-        ]);
-    }
-    let sql = format!(
-        "INSERT INTO entries (content, kind, scope, session_id, metadata, ts, tokens, \
-         created_at, content_key, expires_at) VALUES {} RETURNING id",
-        vec![ENTRY_ROW; rows.len()].join(",")
-    );
+    let params: Vec<Value> = rows.iter().flat_map(|&(e, key)| entry_values(e, key, now)).collect();
+    let sql = format!("{INSERT_ENTRY} {} RETURNING id", vec![ENTRY_ROW; rows.len()].join(","));
     returned_in_order(tx, &sql, params, rows.len()).await
 }
 

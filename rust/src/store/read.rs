@@ -68,13 +68,8 @@ impl Store {
             // A few shapes of the statement, each kept prepared: the list is
             // padded to the next width by repeating its last id.
             let width = FETCH_WIDTHS.iter().copied().find(|&w| w >= batch.len()).unwrap_or(batch.len());
-            let last = batch[batch.len() - 1];
-            let params: Vec<Value> =
-                batch.iter().copied().chain(std::iter::repeat(last)).take(width).map(Value::Integer).collect();
-            let sql = format!(
-                "SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN ({})",
-                vec!["?"; width].join(",")
-            );
+            let (list, params) = rows::padded_in(batch, width);
+            let sql = format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id {list}");
             let entries = self.with_reader(|conn| {
                 block_on(async {
                     let mut rows = conn.query_kept(&sql, params.clone()).await?;

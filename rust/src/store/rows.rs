@@ -2,7 +2,8 @@
 
 use libsql::{Row, Value};
 
-use crate::entry::Entry;
+use super::PreparedEntry;
+use crate::entry::{Entry, Micros};
 use crate::error::Result;
 
 pub const ENTRY_COLUMNS: &str =
@@ -21,6 +22,36 @@ pub fn entry(row: &Row, at: i32) -> Result<Entry> {
         tokens: row.get(at + 7)?,
         expires_at: row.get(at + 8)?,
     })
+}
+
+/// The columns an entry insert writes, in `entry_values`' order.
+pub const INSERT_ENTRY: &str = "INSERT INTO entries (content, kind, scope, session_id, metadata, ts, \
+     tokens, created_at, content_key, expires_at) VALUES";
+/// One row's placeholders for `INSERT_ENTRY`.
+pub const ENTRY_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+/// An entry's values for `INSERT_ENTRY`, with its duplicate key.
+pub fn entry_values(e: &PreparedEntry, key: i64, created_at: Micros) -> [Value; 10] {
+    [
+        text(&e.content),
+        text(&e.kind),
+        opt_text(e.scope.as_deref()),
+        opt_text(e.session_id.as_deref()),
+        opt_text(e.metadata.as_deref()),
+        Value::Integer(e.timestamp),
+        Value::Integer(i64::from(e.tokens)),
+        Value::Integer(created_at),
+        Value::Integer(key),
+        e.expires_at.map_or(Value::Null, Value::Integer),
+    ]
+}
+
+/// `IN (?, ...)` for `values` padded to `width` by repeating the last one, with
+/// its parameters: a list of a few fixed lengths keeps few statements prepared.
+pub fn padded_in(values: &[i64], width: usize) -> (String, Vec<Value>) {
+    let last = values.last().copied().unwrap_or(0);
+    let params = values.iter().copied().chain(std::iter::repeat(last)).take(width).map(Value::Integer).collect();
+    (format!("IN ({})", vec!["?"; width].join(",")), params)
 }
 
 pub fn opt_text(value: Option<&str>) -> Value {

@@ -2,9 +2,11 @@
 //! on the busy timeout instead of failing to upgrade a read lock) and logs one
 //! change per entry it touches.
 
+use std::sync::LazyLock;
+
 use libsql::{Connection, Value};
 
-use super::rows::{self, opt_text, text, ENTRY_COLUMNS};
+use super::rows::{self, entry_values, opt_text, text, ENTRY_COLUMNS, ENTRY_ROW, INSERT_ENTRY};
 use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
 use super::retention::{self, Retention};
 use super::conn::Tx;
@@ -12,6 +14,7 @@ use super::group;
 use super::{now_micros, PreparedEntry, Store};
 use crate::entry::{Entry, Micros};
 use crate::error::{Error, Result};
+use crate::normalize::{content_key, normalize};
 use crate::runtime::block_on;
 
 /// The outcome of saving one entry.
@@ -222,28 +225,9 @@ async fn insert_one(tx: &Tx<'_>, e: &PreparedEntry, now: Micros) -> Result<Writt
     }
     // RETURNING rather than last_insert_rowid: the same on a file and over
     // Hrana, where the rowid travels with each statement's result.
-    let id = returned_id(
-        tx,
-        "INSERT INTO entries (content, kind, scope, session_id, metadata, ts, tokens, \
-         created_at, content_key, expires_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
-        vec![
-            text(&e.content),
-            text(&e.kind),
-            opt_text(e.scope.as_deref()),
-            opt_text(e.session_id.as_deref()),
-            opt_text(e.metadata.as_deref()),
-            Value::Integer(e.timestamp),
-            Value::Integer(i64::from(e.tokens)),
-            Value::Integer(now),
-            Value::Integer(e.dedup_key.as_ref().map_or_else(
-                || crate::normalize::content_key(&crate::normalize::normalize(&e.content)),
-                |(key, _)| *key,
-            )),
-            e.expires_at.map_or(Value::Null, Value::Integer),
-        ],
-    )
-    .await?;
+    static INSERT_ONE: LazyLock<String> = LazyLock::new(|| format!("{INSERT_ENTRY} {ENTRY_ROW} RETURNING id"));
+    let key = e.dedup_key.as_ref().map_or_else(|| content_key(&normalize(&e.content)), |(key, _)| *key);
+    let id = returned_id(tx, &INSERT_ONE, entry_values(e, key, now).to_vec()).await?;
     if let Some(vector) = &e.embedding {
         super::vectors::put(tx, id, vector).await?;
     }
