@@ -1,6 +1,6 @@
 """How much the Python layer adds to a query: the latency an asyncio caller sees
 against the engine's own time for the same queries (reported by the engine
-through ``explain=True``), in one run.
+through ``explain=True``), in one run; and the round trip of an empty call.
 
     .venv/bin/python benchmarks/overhead.py --n 100000
 
@@ -56,10 +56,18 @@ async def main() -> None:
                 seen.append((time.perf_counter() - start) * 1e6)
                 assert hits.timings is not None
                 engine.append(hits.timings["total_us"])
+            # An empty call: the hand-off to the engine's threads and back, around
+            # an index lookup of a scope that holds nothing.
+            empty: list[float] = []
+            for _ in range(1000):
+                start = time.perf_counter()
+                await cf.count("no such scope")
+                empty.append((time.perf_counter() - start) * 1e6)
     p50_seen, p50_engine = statistics.median(seen), statistics.median(engine)
     print(f"N={args.n:,} queries={len(queries)}")
     print(f"python-visible p50 {p50_seen:.0f} us, engine p50 {p50_engine:.0f} us, "
           f"ratio {p50_seen / p50_engine:.2f}x")
+    print(f"empty call (count of an empty scope) p50 {statistics.median(empty):.0f} us")
 
 
 if __name__ == "__main__":
