@@ -208,6 +208,8 @@ async def test_listing_100k_entries_pages_in_bounded_memory(db_path: str) -> Non
                     for i in range(start, start + 10_000)
                 ]
             )
+        # Settle the index's background work first: its merges are not the listing's.
+        await cf.flush()
         before = rss_kib()
         seen = 0
         last = None

@@ -9,14 +9,18 @@
 //! only while no other runs a call, and it yields its core to any thread that
 //! wants it.
 //!
+//! A call wakes the worker that went to sleep last: the warmest thread takes
+//! it, and threads left over from a burst of calls stay asleep and end.
+//!
 //! Every decision about who takes a call (the spinner, a sleeper, a new
 //! thread) is made under the queue's lock, so none is lost between them.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::runtime::runtime;
 
@@ -30,11 +34,26 @@ const KEEP_IDLE: Duration = Duration::from_secs(10);
 /// free one.
 const MAX_THREADS: usize = 512;
 
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// Sleeping workers, each waiting on its own condition variable; the one
+    /// that went to sleep last is last.
+    sleepers: Vec<Arc<Condvar>>,
+}
+
+impl Queue {
+    /// Wakes the worker that went to sleep last, if any sleeps.
+    fn wake_one(&mut self) {
+        if let Some(sleeper) = self.sleepers.pop() {
+            sleeper.notify_one();
+        }
+    }
+}
+
 struct Pool {
-    queue: Mutex<VecDeque<Job>>,
-    /// Set while `queue` is not empty, for the spinning worker to watch.
+    queue: Mutex<Queue>,
+    /// Set while the queue holds a job, for the spinning worker to watch.
     pending: AtomicBool,
-    ready: Condvar,
     /// Workers not running a call (spinning or sleeping). Changed under the
     /// queue's lock, except when a worker starts spinning.
     idle: AtomicUsize,
@@ -77,14 +96,16 @@ fn pool() -> &'static Pool {
 pub fn spawn(job: impl FnOnce() + Send + 'static) {
     let pool = pool();
     let mut queue = pool.queue.lock();
-    queue.push_back(Box::new(job));
+    queue.jobs.push_back(Box::new(job));
     pool.pending.store(true, Ordering::Release);
-    let waiting = queue.len();
+    let waiting = queue.jobs.len();
     if pool.spinning.load(Ordering::Acquire) && waiting == 1 {
         return; // the spinning worker takes it
     }
     if pool.idle.load(Ordering::Acquire) >= waiting {
-        pool.ready.notify_one();
+        // An idle worker not asleep is on its way to the lock, and looks at
+        // the queue before it sleeps.
+        queue.wake_one();
         return;
     }
     if pool.threads.fetch_add(1, Ordering::AcqRel) < MAX_THREADS {
@@ -96,15 +117,14 @@ pub fn spawn(job: impl FnOnce() + Send + 'static) {
         }
     }
     pool.threads.fetch_sub(1, Ordering::AcqRel);
-    pool.ready.notify_one();
+    queue.wake_one();
 }
 
 impl Pool {
     fn new(pid: u32) -> Self {
         Self {
-            queue: Mutex::new(VecDeque::new()),
+            queue: Mutex::new(Queue { jobs: VecDeque::new(), sleepers: Vec::new() }),
             pending: AtomicBool::new(false),
-            ready: Condvar::new(),
             idle: AtomicUsize::new(0),
             threads: AtomicUsize::new(0),
             running: AtomicUsize::new(0),
@@ -117,22 +137,23 @@ impl Pool {
         // Engine calls drive storage futures with `block_on`, and may drop
         // resources that need the runtime's context.
         let _ctx = runtime().enter();
-        while let Some(job) = self.next() {
+        let me = Arc::new(Condvar::new());
+        while let Some(job) = self.next(&me) {
             self.running.fetch_add(1, Ordering::AcqRel);
             job();
             self.running.fetch_sub(1, Ordering::AcqRel);
         }
     }
 
-    fn take(&self, queue: &mut VecDeque<Job>) -> Option<Job> {
-        let job = queue.pop_front();
-        self.pending.store(!queue.is_empty(), Ordering::Release);
+    fn take(&self, queue: &mut Queue) -> Option<Job> {
+        let job = queue.jobs.pop_front();
+        self.pending.store(!queue.jobs.is_empty(), Ordering::Release);
         job
     }
 
     /// The next job; `None` when the thread has been idle long enough to end
     /// (its counts are taken off then, under the queue's lock).
-    fn next(&self) -> Option<Job> {
+    fn next(&self, me: &Arc<Condvar>) -> Option<Job> {
         let mut queue = self.queue.lock();
         if let Some(job) = self.take(&mut queue) {
             return Some(job);
@@ -141,7 +162,7 @@ impl Pool {
         drop(queue);
         let job = self.spin();
         let mut queue = self.queue.lock();
-        let job = job.or_else(|| self.sleep(&mut queue));
+        let job = job.or_else(|| self.sleep(&mut queue, me));
         self.idle.fetch_sub(1, Ordering::AcqRel);
         if job.is_none() {
             self.threads.fetch_sub(1, Ordering::AcqRel);
@@ -170,12 +191,19 @@ impl Pool {
         }
     }
 
-    fn sleep(&self, queue: &mut parking_lot::MutexGuard<'_, VecDeque<Job>>) -> Option<Job> {
+    /// Sleeps on `me` until woken for a job or idle for `KEEP_IDLE`.
+    fn sleep(&self, queue: &mut MutexGuard<'_, Queue>, me: &Arc<Condvar>) -> Option<Job> {
         loop {
             if let Some(job) = self.take(queue) {
                 return Some(job);
             }
-            if self.ready.wait_for(queue, KEEP_IDLE).timed_out() {
+            queue.sleepers.push(Arc::clone(me));
+            let timed_out = me.wait_for(queue, KEEP_IDLE).timed_out();
+            // Whoever woke this worker took it off the list; a timeout did not.
+            if let Some(at) = queue.sleepers.iter().rposition(|s| Arc::ptr_eq(s, me)) {
+                queue.sleepers.remove(at);
+            }
+            if timed_out {
                 return self.take(queue);
             }
         }
