@@ -153,6 +153,10 @@ pub struct Entry {
     pub timestamp: Micros,
     pub tokens: u32,
     pub expires_at: Option<Micros>,
+    /// The prompt-injection check stored with the entry when it was written
+    /// (`safety::injection::stamp`); `None` for entries written before stores
+    /// kept one.
+    pub risk_stamp: Option<i64>,
 }
 
 impl Entry {
@@ -194,8 +198,16 @@ pub struct Explain {
 
 impl Hit {
     pub fn new(entry: Entry, score: f32) -> Self {
-        let risks =
-            crate::safety::injection::detect(&entry.content).iter().map(|r| r.label()).collect();
+        use crate::safety::injection::{detect, from_stamp};
+        // The check made when the entry was written stands, unless the rules
+        // have changed since.
+        let risks = entry
+            .risk_stamp
+            .and_then(from_stamp)
+            .unwrap_or_else(|| detect(&entry.content))
+            .iter()
+            .map(|r| r.label())
+            .collect();
         Self { entry, score, risks, explain: None }
     }
 }

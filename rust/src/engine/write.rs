@@ -6,7 +6,7 @@ use super::Engine;
 use crate::entry::{validate_label, Entry, NewEntry};
 use crate::error::{Error, Result};
 use crate::normalize::{content_key, normalize};
-use crate::store::{now_micros, Change, ChangeOp, EntryPatch, PreparedEntry, Written};
+use crate::store::{now_micros, Change, ChangeOp, EntryPatch, NewContent, PreparedEntry, Written};
 
 /// Fields to change in `update`; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
@@ -105,10 +105,13 @@ impl Engine {
         }
         let metadata = patch.metadata.map(|m| self.clean_metadata(m));
         let content = patch.content.map(|content| {
-            let content = self.clean(content);
-            let tokens = self.tokens.count(&content);
-            let key = content_key(&normalize(&content));
-            (content, tokens, key)
+            let text = self.clean(content);
+            NewContent {
+                tokens: self.tokens.count(&text),
+                key: content_key(&normalize(&text)),
+                risk_stamp: crate::safety::injection::stamp(&text),
+                text,
+            }
         });
         let embedding = content.is_some().then_some(patch.embedding);
         let store_patch =
@@ -130,6 +133,7 @@ impl Engine {
         });
         PreparedEntry {
             tokens: self.tokens.count(&e.content),
+            risk_stamp: crate::safety::injection::stamp(&e.content),
             timestamp: e.timestamp.unwrap_or(now),
             content: e.content,
             kind: e.kind,
@@ -272,6 +276,7 @@ fn inserted(w: &Written, p: PreparedEntry) -> Option<Change> {
         timestamp: p.timestamp,
         tokens: p.tokens,
         expires_at: p.expires_at,
+        risk_stamp: Some(p.risk_stamp),
     };
     Some(Change { seq, entry_id: w.id, op: ChangeOp::Insert, entry: Some(entry), vector: p.embedding })
 }

@@ -71,31 +71,31 @@ impl SegmentTopK {
     /// Offers a document; returns the BM25 score a later one must beat.
     fn offer(&mut self, doc: DocId, relevance: Score) -> Score {
         let cols = &self.columns;
+        let recency = recency_boost(cols.ts.get_val(doc), self.now, self.recency_weight, self.half_life_us);
+        let score = relevance * recency;
+        // The order is by (score, id). Most documents offered fall short on
+        // score alone; the other columns, and whether the entry is still live,
+        // are read only for one that would make the heap.
+        let worst = (self.heap.len() >= self.k).then(|| self.heap.peek().map(|Reverse(w)| w.0)).flatten();
+        if worst.is_some_and(|w| score < w.score) {
+            return self.threshold();
+        }
         let id = cols.id.get_val(doc);
-        if !self.tombstones.contains_key(&id) && cols.expires.get_val(doc) > self.now {
-            let recency =
-                recency_boost(cols.ts.get_val(doc), self.now, self.recency_weight, self.half_life_us);
-            let score = relevance * recency;
-            // The order is by (score, id): the other columns are read only for
-            // a document that makes the heap.
-            let beats_worst = |Reverse(worst): &Reverse<Ranked>| {
-                score.total_cmp(&worst.0.score).then(id.cmp(&worst.0.id)).is_gt()
-            };
-            let full = self.heap.len() >= self.k;
-            if !full || self.heap.peek().is_some_and(beats_worst) {
-                let candidate = Ranked(Candidate {
-                    id,
-                    score,
-                    tokens: u32::try_from(cols.tokens.get_val(doc)).unwrap_or(u32::MAX),
-                    recency,
-                    prev: cols.prev.get_val(doc),
-                    session: cols.session.get_val(doc),
-                });
-                if full {
-                    self.heap.pop();
-                }
-                self.heap.push(Reverse(candidate));
+        let beats_worst =
+            worst.is_none_or(|w| score.total_cmp(&w.score).then(id.cmp(&w.id)).is_gt());
+        if beats_worst && !self.tombstones.contains_key(&id) && cols.expires.get_val(doc) > self.now {
+            let candidate = Ranked(Candidate {
+                id,
+                score,
+                tokens: u32::try_from(cols.tokens.get_val(doc)).unwrap_or(u32::MAX),
+                recency,
+                prev: cols.prev.get_val(doc),
+                session: cols.session.get_val(doc),
+            });
+            if worst.is_some() {
+                self.heap.pop();
             }
+            self.heap.push(Reverse(candidate));
         }
         self.threshold()
     }

@@ -165,6 +165,7 @@ mod tests {
             timestamp: 0,
             tokens: 1,
             expires_at: None,
+            risk_stamp: None,
         }
     }
 

@@ -31,7 +31,7 @@ use conn::Conn;
 pub use read::ListFilter;
 pub use retention::{Eviction, Retention};
 pub use schema::SCHEMA_VERSION;
-pub use write::{EntryPatch, Written};
+pub use write::{EntryPatch, NewContent, Written};
 
 /// An entry ready to be written: validated, scrubbed, counted.
 #[derive(Debug, Clone)]
@@ -47,6 +47,8 @@ pub struct PreparedEntry {
     /// The normalised content's key; `None` skips duplicate detection.
     pub dedup_key: Option<(i64, String)>,
     pub embedding: Option<Vec<f32>>,
+    /// `safety::injection::stamp` of the content.
+    pub risk_stamp: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -82,8 +82,21 @@ impl Store {
             })?;
             found.extend(entries.into_iter().map(|e| (e.id, e)));
         }
-        // An id may be asked for more than once.
-        Ok(ids.iter().map(|id| found.get(id).cloned()).collect())
+        // An id may be asked for more than once: each but its last ask gets a copy.
+        let mut asks: HashMap<i64, usize> = HashMap::with_capacity(ids.len());
+        for id in ids {
+            *asks.entry(*id).or_default() += 1;
+        }
+        Ok(ids
+            .iter()
+            .map(|id| {
+                let left = asks.get_mut(id).map(|n| {
+                    *n -= 1;
+                    *n
+                });
+                if left == Some(0) { found.remove(id) } else { found.get(id).cloned() }
+            })
+            .collect())
     }
 
     /// The newest change number, or 0 for an empty log.
@@ -162,11 +175,11 @@ impl Store {
     /// current state.
     pub fn changes_since(&self, after: i64, limit: usize) -> Result<Vec<Change>> {
         let sql = format!(
-            "SELECT c.seq, c.entry_id, c.op, e.id, e.content, e.kind, e.scope, e.session_id, \
-             e.metadata, e.ts, e.tokens, e.expires_at, v.vector \
+            "SELECT c.seq, c.entry_id, c.op, {}, v.vector \
              FROM changes c LEFT JOIN entries e ON e.id = c.entry_id \
              LEFT JOIN embeddings v ON v.entry_id = c.entry_id \
-             WHERE c.seq > ?1 ORDER BY c.seq LIMIT {limit}"
+             WHERE c.seq > ?1 ORDER BY c.seq LIMIT {limit}",
+            rows::prefixed("e")
         );
         self.with_reader(|conn| {
             block_on(async {
@@ -182,7 +195,7 @@ impl Store {
                     let present = row.get::<Option<i64>>(3)?.is_some();
                     let live = op != ChangeOp::Delete && present;
                     let entry = if live { Some(rows::entry(&row, 3)?) } else { None };
-                    let vector = if live { super::vectors::column(&row, 12)? } else { None };
+                    let vector = if live { super::vectors::column(&row, 3 + rows::ENTRY_WIDTH)? } else { None };
                     out.push(Change { seq: row.get(0)?, entry_id: row.get(1)?, op, entry, vector });
                 }
                 Ok(out)

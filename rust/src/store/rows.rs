@@ -7,7 +7,16 @@ use crate::entry::{Entry, Micros};
 use crate::error::Result;
 
 pub const ENTRY_COLUMNS: &str =
-    "id, content, kind, scope, session_id, metadata, ts, tokens, expires_at";
+    "id, content, kind, scope, session_id, metadata, ts, tokens, expires_at, risks";
+
+/// How many columns `ENTRY_COLUMNS` names: a column selected after them is at
+/// this offset from the first.
+pub const ENTRY_WIDTH: i32 = 10;
+
+/// `ENTRY_COLUMNS` qualified with a table alias.
+pub fn prefixed(alias: &str) -> String {
+    ENTRY_COLUMNS.split(", ").map(|c| format!("{alias}.{c}")).collect::<Vec<_>>().join(", ")
+}
 
 /// Reads an entry from `ENTRY_COLUMNS` starting at column `at`.
 pub fn entry(row: &Row, at: i32) -> Result<Entry> {
@@ -21,17 +30,18 @@ pub fn entry(row: &Row, at: i32) -> Result<Entry> {
         timestamp: row.get(at + 6)?,
         tokens: row.get(at + 7)?,
         expires_at: row.get(at + 8)?,
+        risk_stamp: row.get(at + 9)?,
     })
 }
 
 /// The columns an entry insert writes, in `entry_values`' order.
 pub const INSERT_ENTRY: &str = "INSERT INTO entries (content, kind, scope, session_id, metadata, ts, \
-     tokens, created_at, content_key, expires_at) VALUES";
+     tokens, created_at, content_key, expires_at, risks) VALUES";
 /// One row's placeholders for `INSERT_ENTRY`.
-pub const ENTRY_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+pub const ENTRY_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 /// An entry's values for `INSERT_ENTRY`, with its duplicate key.
-pub fn entry_values(e: &PreparedEntry, key: i64, created_at: Micros) -> [Value; 10] {
+pub fn entry_values(e: &PreparedEntry, key: i64, created_at: Micros) -> [Value; 11] {
     [
         text(&e.content),
         text(&e.kind),
@@ -43,6 +53,7 @@ pub fn entry_values(e: &PreparedEntry, key: i64, created_at: Micros) -> [Value; 
         Value::Integer(created_at),
         Value::Integer(key),
         e.expires_at.map_or(Value::Null, Value::Integer),
+        Value::Integer(e.risk_stamp),
     ]
 }
 
@@ -60,4 +71,14 @@ pub fn opt_text(value: Option<&str>) -> Value {
 
 pub fn text(value: &str) -> Value {
     Value::Text(value.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_width_counts_the_entry_columns() {
+        assert_eq!(ENTRY_COLUMNS.split(", ").count(), ENTRY_WIDTH as usize);
+    }
 }

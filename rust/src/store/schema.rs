@@ -56,6 +56,12 @@ pub const MIGRATIONS: &[&str] = &[
         DELETE FROM embeddings WHERE entry_id = OLD.id;
     END;
     ",
+    // 4: the prompt-injection check made when the content was written
+    // (`safety::injection::stamp`), so that reading it back need not repeat it.
+    // NULL for older rows, which are checked when read.
+    r"
+    ALTER TABLE entries ADD COLUMN risks INTEGER;
+    ",
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -55,14 +55,14 @@ impl Store {
     pub fn vectors(&self) -> Result<Vec<(Entry, Vec<f32>)>> {
         let sql = format!(
             "SELECT {}, v.vector FROM embeddings v JOIN entries e ON e.id = v.entry_id",
-            prefixed("e")
+            rows::prefixed("e")
         );
         self.with_reader(|conn| {
             block_on(async {
                 let mut rows = conn.query(&sql, ()).await?;
                 let mut out = Vec::new();
                 while let Some(row) = rows.next().await? {
-                    let vector = column(&row, 9)?.unwrap_or_default();
+                    let vector = column(&row, rows::ENTRY_WIDTH)?.unwrap_or_default();
                     out.push((rows::entry(&row, 0)?, vector));
                 }
                 Ok(out)
@@ -127,7 +127,7 @@ impl Store {
     pub fn clear_vectors(&self, meta: &[(&str, &str)]) -> Result<Vec<Change>> {
         let sql = format!(
             "SELECT {} FROM embeddings v JOIN entries e ON e.id = v.entry_id",
-            prefixed("e")
+            rows::prefixed("e")
         );
         self.with_writer(|conn| {
             block_on(async {
@@ -163,9 +163,4 @@ impl Store {
             })
         })
     }
-}
-
-/// `ENTRY_COLUMNS` qualified with a table alias.
-fn prefixed(alias: &str) -> String {
-    ENTRY_COLUMNS.split(", ").map(|c| format!("{alias}.{c}")).collect::<Vec<_>>().join(", ")
 }

@@ -26,11 +26,21 @@ pub struct Written {
     pub seq: Option<i64>,
 }
 
+/// New content for an entry, prepared as a save prepares it.
+#[derive(Debug, Clone)]
+pub struct NewContent {
+    pub text: String,
+    pub tokens: u32,
+    /// The duplicate key.
+    pub key: i64,
+    /// `safety::injection::stamp` of the text.
+    pub risk_stamp: i64,
+}
+
 /// Fields to change; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
 pub struct EntryPatch {
-    /// New content with its token count and duplicate key.
-    pub content: Option<(String, u32, i64)>,
+    pub content: Option<NewContent>,
     pub kind: Option<String>,
     /// `Some(None)` removes the metadata.
     pub metadata: Option<Option<String>>,
@@ -109,10 +119,11 @@ impl Store {
             let mut entry = rows::entry(&row, 0)?;
             drop(found);
             let mut key = None;
-            if let Some((content, tokens, content_key)) = patch.content {
-                entry.content = content;
-                entry.tokens = tokens;
-                key = Some(content_key);
+            if let Some(content) = patch.content {
+                entry.content = content.text;
+                entry.tokens = content.tokens;
+                entry.risk_stamp = Some(content.risk_stamp);
+                key = Some(content.key);
             }
             if let Some(kind) = patch.kind {
                 entry.kind = kind;
@@ -125,7 +136,7 @@ impl Store {
             }
             tx.execute(
                 "UPDATE entries SET content = ?2, kind = ?3, scope = ?4, metadata = ?5, tokens = ?6, \
-                 content_key = COALESCE(?7, content_key) WHERE id = ?1",
+                 content_key = COALESCE(?7, content_key), risks = ?8 WHERE id = ?1",
                 vec![
                     Value::Integer(id),
                     text(&entry.content),
@@ -134,6 +145,7 @@ impl Store {
                     opt_text(entry.metadata.as_deref()),
                     Value::Integer(i64::from(entry.tokens)),
                     key.map_or(Value::Null, Value::Integer),
+                    entry.risk_stamp.map_or(Value::Null, Value::Integer),
                 ],
             )
             .await?;

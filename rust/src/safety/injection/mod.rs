@@ -77,6 +77,28 @@ type Flags = u8;
 /// The risks `text` shows, sorted and without duplicates; empty for ordinary text.
 #[must_use]
 pub fn detect(text: &str) -> Vec<Risk> {
+    risks(flags(text))
+}
+
+/// The version of these rules. A stamp made under other rules is not trusted:
+/// the text is checked again. Raise it whenever what `detect` finds changes.
+const RULES: i64 = 1;
+
+/// `detect`'s finding for `text`, stamped with the rules' version: what a store
+/// keeps beside the text so that reading it back need not check it again.
+#[must_use]
+pub fn stamp(text: &str) -> i64 {
+    (RULES << 8) | i64::from(flags(text))
+}
+
+/// The risks a stamp records; `None` when it was made under other rules.
+#[must_use]
+pub fn from_stamp(stamp: i64) -> Option<Vec<Risk>> {
+    // Flags fit in the low byte (`Risk::ALL` has five), so the cast is exact.
+    (stamp >> 8 == RULES).then(|| risks((stamp & 0xff) as Flags))
+}
+
+fn flags(text: &str) -> Flags {
     let tables = tables();
     let mut found = 0;
     if invisible(text).next().is_some() {
@@ -87,7 +109,7 @@ pub fn detect(text: &str) -> Vec<Risk> {
     let (folded, candidates) = if text.is_ascii() {
         let candidates = tables.prefilter.candidates(text);
         if candidates == 0 && !spells_out_letters(text) {
-            return risks(found);
+            return found;
         }
         (text.to_ascii_lowercase(), candidates)
     } else {
@@ -119,7 +141,7 @@ pub fn detect(text: &str) -> Vec<Risk> {
             found |= Risk::InstructionOverride.bit();
         }
     }
-    risks(found)
+    found
 }
 
 /// `text` without the invisible characters [`detect`] flags; borrowed when there
