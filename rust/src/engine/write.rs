@@ -57,7 +57,7 @@ impl Engine {
             let prepared = parallel_map(entries, |e| self.prepare(e, now));
             let mut changes: Vec<Change> = Vec::with_capacity(prepared.len());
             let evicted = self.store.insert_chunks(
-                std::iter::once(prepared),
+                std::iter::once(Ok(prepared)),
                 self.retention().as_ref(),
                 |prepared, w| {
                     written.extend_from_slice(w);
@@ -68,12 +68,14 @@ impl Engine {
             self.publish(changes)?;
         } else {
             // A large batch is prepared and written a chunk at a time inside its
-            // one transaction (holding the write lock while it prepares), and each
-            // chunk is let go once its rows are in: the index then reads the batch
-            // back from the change log a page at a time. Peak memory follows the
-            // chunk, not the batch.
-            let chunks = chunked(entries, SAVE_CHUNK).map(|chunk| parallel_map(chunk, |e| self.prepare(e, now)));
-            self.store.insert_chunks(chunks, self.retention().as_ref(), |_, w| written.extend_from_slice(w))?;
+            // one transaction, and each chunk is let go once its rows are in: the
+            // index then reads the batch back from the change log a page at a
+            // time. Peak memory follows the chunk, not the batch. The next chunk
+            // is prepared while this one is written.
+            let retention = self.retention();
+            prepared_ahead(entries, |e| self.prepare(e, now), |chunks| {
+                self.store.insert_chunks(chunks, retention.as_ref(), |_, w| written.extend_from_slice(w))
+            })?;
             self.index.sync_merged(&self.store)?;
             self.nudge_flusher();
         }
@@ -254,6 +256,35 @@ fn parallel_map<T: Send, U: Send>(items: Vec<T>, f: impl Fn(T) -> U + Sync) -> V
 /// How many entries of a large save are prepared and written at a time.
 const SAVE_CHUNK: usize = 8192;
 
+/// Runs `write` over `items` prepared a chunk at a time, preparing the next
+/// chunk on another thread while `write` takes the current one: at most two
+/// chunks are held at once. Should preparing fail, the chunk it owed comes to
+/// `write` as an error (so nothing of the batch is kept) and the panic goes on
+/// to the caller.
+fn prepared_ahead<T: Send, U: Send, R>(
+    items: Vec<T>,
+    prepare: impl Fn(T) -> U + Sync,
+    write: impl FnOnce(&mut dyn Iterator<Item = Result<Vec<U>>>) -> Result<R>,
+) -> Result<R> {
+    let count = items.len().div_ceil(SAVE_CHUNK);
+    std::thread::scope(|scope| {
+        // A rendezvous channel: the next chunk waits, prepared, until asked for.
+        let (sender, receiver) = std::sync::mpsc::sync_channel(0);
+        let prepare = &prepare;
+        scope.spawn(move || {
+            for chunk in chunked(items, SAVE_CHUNK) {
+                if sender.send(parallel_map(chunk, prepare)).is_err() {
+                    break; // the writer stopped: nothing more is wanted
+                }
+            }
+        });
+        let mut chunks = (0..count).map(|_| {
+            receiver.recv().map_err(|_| Error::Internal("preparing a chunk of the batch failed".into()))
+        });
+        write(&mut chunks)
+    })
+}
+
 /// `items` in order, `size` at a time.
 fn chunked<T>(items: Vec<T>, size: usize) -> impl Iterator<Item = Vec<T>> {
     let mut rest = items.into_iter().peekable();
@@ -286,4 +317,44 @@ fn deletions(deleted: Vec<(i64, i64)>) -> Vec<Change> {
         .into_iter()
         .map(|(id, seq)| Change { seq, entry_id: id, op: ChangeOp::Delete, entry: None, vector: None })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[test]
+    fn chunks_prepared_ahead_arrive_whole_and_in_order() {
+        let items: Vec<usize> = (0..SAVE_CHUNK * 3 + 7).collect();
+        let out = prepared_ahead(items, |i| i * 2, |chunks| {
+            chunks.map(|c| c.map(|c| c.len())).collect::<Result<Vec<usize>>>()
+        });
+        assert_eq!(out.unwrap(), vec![SAVE_CHUNK, SAVE_CHUNK, SAVE_CHUNK, 7]);
+        let doubled = prepared_ahead((0..SAVE_CHUNK + 3).collect(), |i: usize| i * 2, |chunks| {
+            Ok(chunks.map(|c| c.unwrap()).flatten().collect::<Vec<usize>>())
+        });
+        assert_eq!(doubled.unwrap(), (0..SAVE_CHUNK + 3).map(|i| i * 2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_chunk_that_failed_to_prepare_reaches_the_writer_as_an_error() {
+        let seen = Mutex::new(Vec::new());
+        let outcome = std::panic::catch_unwind(|| {
+            prepared_ahead((0..SAVE_CHUNK * 3).collect(), |i: usize| {
+                assert!(i != SAVE_CHUNK * 2 + 5, "cannot prepare item {i}");
+                i
+            }, |chunks| {
+                for chunk in chunks {
+                    seen.lock().unwrap().push(chunk.is_ok());
+                    chunk?;
+                }
+                Ok(())
+            })
+        });
+        // The writer saw two good chunks and then an error (so a transaction
+        // would roll back), and the panic went on to the caller.
+        assert_eq!(*seen.lock().unwrap(), vec![true, true, false]);
+        assert!(outcome.is_err());
+    }
 }

@@ -61,7 +61,7 @@ impl Store {
     ) -> Result<(Vec<Written>, Vec<(i64, i64)>)> {
         let mut written = Vec::with_capacity(entries.len());
         let evicted = self.insert_chunks(
-            std::iter::once(entries),
+            std::iter::once(Ok(entries)),
             retention,
             |_, w| written.extend_from_slice(w),
         )?;
@@ -71,10 +71,11 @@ impl Store {
     /// `insert` for a batch that arrives in chunks, all in one transaction: each
     /// chunk is handed to `done` with what was written for it as soon as its rows
     /// are in, so a caller can let go of what it no longer needs before the next
-    /// chunk is made. Returns the evicted entries.
+    /// chunk is made. A chunk that comes as an error rolls the whole batch back.
+    /// Returns the evicted entries.
     pub fn insert_chunks<C: std::borrow::Borrow<[PreparedEntry]>>(
         &self,
-        chunks: impl Iterator<Item = C>,
+        chunks: impl Iterator<Item = Result<C>>,
         retention: Option<&Retention>,
         mut done: impl FnMut(C, &[Written]),
     ) -> Result<Vec<(i64, i64)>> {
@@ -84,6 +85,7 @@ impl Store {
             let mut scopes: Vec<Option<String>> = Vec::new();
             let mut out = Vec::new();
             for chunk in chunks {
+                let chunk = chunk?;
                 out.clear();
                 let mut groups = chunk.borrow().chunks_exact(group::GROUP);
                 for g in &mut groups {
