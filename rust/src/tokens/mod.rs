@@ -13,7 +13,7 @@ mod split;
 mod tests;
 mod vocab;
 
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 
 use crate::config::TokenizerSpec;
 use crate::error::{Error, Result};
@@ -30,20 +30,25 @@ pub enum TokenCounter {
 }
 
 impl TokenCounter {
-    /// A built-in vocabulary starts loading on a background thread (its image
-    /// is read in place, but compiling its pre-tokenising regex takes a few ms),
-    /// so opening a store does not wait for it; the first count does, if it comes
-    /// sooner. A tokenizer file is read at once, so a bad one fails here.
+    /// A built-in vocabulary starts loading on a background thread, once per
+    /// process (its image is read in place, but compiling its pre-tokenising
+    /// regex takes a few ms), so opening a store does not wait for it; the first
+    /// count does, if it comes sooner. A tokenizer file is read at once, so a bad
+    /// one fails here.
     pub fn load(spec: &TokenizerSpec) -> Result<Self> {
-        let builtin = |vocabulary: Vocabulary| {
-            std::thread::spawn(move || {
-                vocabulary();
+        static O200K: Once = Once::new();
+        static CL100K: Once = Once::new();
+        let builtin = |vocabulary: Vocabulary, warming: &'static Once| {
+            warming.call_once(|| {
+                std::thread::spawn(move || {
+                    vocabulary();
+                });
             });
             Ok(Self::Tiktoken(vocabulary))
         };
         match spec {
-            TokenizerSpec::O200k => builtin(Bpe::o200k),
-            TokenizerSpec::Cl100k => builtin(Bpe::cl100k),
+            TokenizerSpec::O200k => builtin(Bpe::o200k, &O200K),
+            TokenizerSpec::Cl100k => builtin(Bpe::cl100k, &CL100K),
             TokenizerSpec::File(path) => {
                 let mut tokenizer = tokenizers::Tokenizer::from_file(path).map_err(|err| {
                     Error::invalid(format!("cannot load tokenizer {}: {err}", path.display()))
