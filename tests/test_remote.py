@@ -115,6 +115,18 @@ async def test_updates_and_deletes_propagate(sqld: Sqld) -> None:
         assert await a.count("ops") == 1
 
 
+async def test_get_many_past_one_statement_reads_the_server(sqld: Sqld) -> None:
+    # More ids than one statement takes: several statements in one read
+    # transaction on the server's stream.
+    async with await ContextForge.open(sqld.url) as cf:
+        ids = await cf.save_many([{"content": f"remote item {i}", "scope": "m"} for i in range(300)])
+        got = await cf.get_many([*reversed(ids), 10**9])
+    assert [h.content if h else None for h in got] == [
+        *(f"remote item {i}" for i in reversed(range(300))),
+        None,
+    ]
+
+
 async def test_restart_is_retryable_then_recovers(sqld: Sqld) -> None:
     async with await ContextForge.open(sqld.url) as cf:
         before = await cf.save("written before the restart", scope="r")

@@ -317,6 +317,27 @@ fn duplicates_return_the_existing_id_within_a_scope() {
 }
 
 #[test]
+fn get_many_of_several_hundred_ids_keeps_order_repeats_and_gaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(file_config(&dir)).unwrap();
+    let ids = engine
+        .save_many((0..600).map(|i| NewEntry::new(format!("item {i}")).scope("g")).collect())
+        .unwrap();
+    // More ids than one statement takes (256), read in one snapshot: reversed,
+    // with repeats and ids that do not exist.
+    let mut asked: Vec<i64> = ids.iter().rev().copied().collect();
+    asked.extend([ids[3], -1, ids[3], 999_999]);
+    let got = engine.get_many(&asked).unwrap();
+    assert_eq!(got.len(), asked.len());
+    for (id, hit) in asked.iter().zip(&got) {
+        match ids.iter().position(|x| x == id) {
+            Some(i) => assert_eq!(hit.as_ref().map(|h| h.entry.content.clone()), Some(format!("item {i}"))),
+            None => assert!(hit.is_none(), "id {id}"),
+        }
+    }
+}
+
+#[test]
 fn clear_scope_touches_exactly_one_scope() {
     let engine = Engine::open(Config::default()).unwrap();
     engine.save(NewEntry::new("keep me").scope("a")).unwrap();

@@ -57,6 +57,13 @@ impl Conn {
     }
 
     /// Starts an IMMEDIATE transaction; dropping it without `commit` rolls back.
+    /// A read-only transaction: every statement in it reads one snapshot, and
+    /// it takes no write lock.
+    pub async fn begin_read(&self) -> Result<Tx<'_>> {
+        let tx = self.inner.transaction_with_behavior(TransactionBehavior::Deferred).await?;
+        Ok(Tx { conn: self, tx })
+    }
+
     pub async fn begin(&self) -> Result<Tx<'_>> {
         let tx = self.inner.transaction_with_behavior(TransactionBehavior::Immediate).await?;
         Ok(Tx { conn: self, tx })

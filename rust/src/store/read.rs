@@ -63,25 +63,40 @@ impl ListFilter {
 impl Store {
     /// Entries by id, in the order asked; `None` where an id does not exist.
     pub fn fetch(&self, ids: &[i64]) -> Result<Vec<Option<Entry>>> {
-        let mut found: HashMap<i64, Entry> = HashMap::with_capacity(ids.len());
-        for batch in ids.chunks(FETCH_WIDTHS[FETCH_WIDTHS.len() - 1]) {
-            // A few shapes of the statement, each kept prepared: the list is
-            // padded to the next width by repeating its last id.
-            let width = FETCH_WIDTHS.iter().copied().find(|&w| w >= batch.len()).unwrap_or(batch.len());
-            let (list, params) = rows::padded_in(batch, width);
-            let sql = format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id {list}");
-            let entries = self.with_reader(|conn| {
-                block_on(async {
-                    let mut rows = conn.query_kept(&sql, params.clone()).await?;
-                    let mut entries = Vec::with_capacity(batch.len());
+        // A few shapes of the statement, each kept prepared: a list is padded to
+        // the next width by repeating its last id.
+        let statements: Vec<(String, Vec<Value>)> = ids
+            .chunks(FETCH_WIDTHS[FETCH_WIDTHS.len() - 1])
+            .map(|batch| {
+                let width = FETCH_WIDTHS.iter().copied().find(|&w| w >= batch.len()).unwrap_or(batch.len());
+                let (list, params) = rows::padded_in(batch, width);
+                (format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id {list}"), params)
+            })
+            .collect();
+        let entries = self.with_reader(|conn| {
+            block_on(async {
+                let mut entries = Vec::with_capacity(ids.len());
+                if let [(sql, params)] = statements.as_slice() {
+                    let mut rows = conn.query_kept(sql, params.clone()).await?;
                     while let Some(row) = rows.next().await? {
                         entries.push(rows::entry(&row, 0)?);
                     }
-                    Ok(entries)
-                })
-            })?;
-            found.extend(entries.into_iter().map(|e| (e.id, e)));
-        }
+                    return Ok(entries);
+                }
+                // Several statements read one snapshot: an entry deleted or
+                // changed meanwhile is seen as it was before, or not at all.
+                let tx = conn.begin_read().await?;
+                for (sql, params) in &statements {
+                    let mut rows = tx.query_kept(sql, params.clone()).await?;
+                    while let Some(row) = rows.next().await? {
+                        entries.push(rows::entry(&row, 0)?);
+                    }
+                }
+                tx.commit().await?;
+                Ok(entries)
+            })
+        })?;
+        let mut found: HashMap<i64, Entry> = entries.into_iter().map(|e| (e.id, e)).collect();
         // An id may be asked for more than once: each but its last ask gets a copy.
         let mut asks: HashMap<i64, usize> = HashMap::with_capacity(ids.len());
         for id in ids {
@@ -106,20 +121,20 @@ impl Store {
 
     pub fn count(&self, filter: &ListFilter) -> Result<i64> {
         // "Alive" as a filter would scan every row; counting all and taking
-        // away the expired ones uses the expiry index instead.
+        // away the expired ones uses the expiry index instead. One statement, so
+        // both counts read one snapshot.
         if let Some(now) = filter.alive_at {
-            let all = self.count(&ListFilter { alive_at: None, ..filter.clone() })?;
             let (clause, mut params) = ListFilter { alive_at: None, ..filter.clone() }.sql();
             params.push(Value::Integer(now));
-            let expired = self.scalar(
+            return self.scalar(
                 &format!(
-                    "SELECT COUNT(*) FROM entries WHERE {clause} AND expires_at IS NOT NULL \
-                     AND expires_at <= ?{}",
+                    "SELECT (SELECT COUNT(*) FROM entries WHERE {clause}) - \
+                     (SELECT COUNT(*) FROM entries WHERE {clause} AND expires_at IS NOT NULL \
+                     AND expires_at <= ?{})",
                     params.len()
                 ),
                 params,
-            )?;
-            return Ok(all - expired);
+            );
         }
         let (clause, params) = filter.sql();
         self.scalar(&format!("SELECT COUNT(*) FROM entries WHERE {clause}"), params)
