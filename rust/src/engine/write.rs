@@ -271,17 +271,23 @@ fn prepared_ahead<T: Send, U: Send, R>(
         // A rendezvous channel: the next chunk waits, prepared, until asked for.
         let (sender, receiver) = std::sync::mpsc::sync_channel(0);
         let prepare = &prepare;
-        scope.spawn(move || {
+        let producer = scope.spawn(move || {
             for chunk in chunked(items, SAVE_CHUNK) {
                 if sender.send(parallel_map(chunk, prepare)).is_err() {
                     break; // the writer stopped: nothing more is wanted
                 }
             }
         });
-        let mut chunks = (0..count).map(|_| {
+        let written = write(&mut (0..count).map(|_| {
             receiver.recv().map_err(|_| Error::Internal("preparing a chunk of the batch failed".into()))
-        });
-        write(&mut chunks)
+        }));
+        // Let a producer still waiting to hand over a chunk go, then pass on its
+        // panic as it was.
+        drop(receiver);
+        if let Err(panic) = producer.join() {
+            std::panic::resume_unwind(panic);
+        }
+        written
     })
 }
 
@@ -353,8 +359,10 @@ mod tests {
             })
         });
         // The writer saw two good chunks and then an error (so a transaction
-        // would roll back), and the panic went on to the caller.
+        // would roll back), and the panic went on to the caller as it was.
         assert_eq!(*seen.lock().unwrap(), vec![true, true, false]);
-        assert!(outcome.is_err());
+        let panic = outcome.unwrap_err();
+        let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(message.contains("cannot prepare item"), "{message:?}");
     }
 }

@@ -56,7 +56,6 @@ impl Conn {
         self.query_on(&self.inner, sql, params).await
     }
 
-    /// Starts an IMMEDIATE transaction; dropping it without `commit` rolls back.
     /// A read-only transaction: every statement in it reads one snapshot, and
     /// it takes no write lock.
     pub async fn begin_read(&self) -> Result<Tx<'_>> {
@@ -64,6 +63,7 @@ impl Conn {
         Ok(Tx { conn: self, tx })
     }
 
+    /// Starts an IMMEDIATE transaction; dropping it without `commit` rolls back.
     pub async fn begin(&self) -> Result<Tx<'_>> {
         let tx = self.inner.transaction_with_behavior(TransactionBehavior::Immediate).await?;
         Ok(Tx { conn: self, tx })

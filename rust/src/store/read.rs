@@ -63,6 +63,9 @@ impl ListFilter {
 impl Store {
     /// Entries by id, in the order asked; `None` where an id does not exist.
     pub fn fetch(&self, ids: &[i64]) -> Result<Vec<Option<Entry>>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         // A few shapes of the statement, each kept prepared: a list is padded to
         // the next width by repeating its last id.
         let statements: Vec<(String, Vec<Value>)> = ids

@@ -40,7 +40,8 @@ impl TokenCounter {
         static CL100K: Once = Once::new();
         let builtin = |vocabulary: Vocabulary, warming: &'static Once| {
             warming.call_once(|| {
-                std::thread::spawn(move || {
+                // Without a thread to spare, the first count loads it instead.
+                let _ = std::thread::Builder::new().spawn(move || {
                     vocabulary();
                 });
             });
