@@ -127,3 +127,20 @@ fn joiners_depend_on_neighbours() {
     assert_eq!(invisible("\u{FEFF}hi").count(), 0);
     assert_eq!(invisible("hi\u{FEFF}").count(), 1);
 }
+
+/// Stored entries keep what `detect` found, stamped with `RULES`, and a stamp of
+/// the current rules is trusted on read. A change to these tables changes what
+/// `detect` finds, so it must come with a new `RULES` (and a new digest here).
+#[test]
+fn the_rules_tables_match_their_version() {
+    let t = tables();
+    let mut parts: Vec<String> = TRIGGERS.iter().map(|(risk, parts, whole)| format!("{risk:?}|{parts}|{whole}")).collect();
+    parts.extend(t.regexes.iter().map(|(risk, regex)| format!("{risk:?}|{}", regex.get().as_str())));
+    for lazy in [&t.compact, &t.markdown_link, &t.html_link, &t.opened_url] {
+        parts.push(lazy.get().as_str().to_owned());
+    }
+    let digest = parts.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, part| {
+        part.bytes().chain([0]).fold(hash, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    });
+    assert_eq!((RULES, digest), (1, 0x3c99_b819_67b0_9d89), "the rules changed: raise RULES, then set this digest");
+}
