@@ -317,6 +317,52 @@ fn duplicates_return_the_existing_id_within_a_scope() {
 }
 
 #[test]
+fn a_shallower_query_returns_the_head_of_a_deeper_one() {
+    // The top-k collector turns most documents down on score alone and reads an
+    // entry's id and liveness only for one that could make the heap: ties (the
+    // same text at the same time), deleted and expired entries must not change
+    // which come first, in the tail or in the committed index.
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = file_config(&dir);
+    config.flush_ms = 3_600_000;
+    config.mmr.duplicate_similarity = 2.0; // identical texts stay, and tie
+    let engine = Engine::open(config).unwrap();
+    let texts = ["alpha", "alpha beta", "alpha beta gamma", "beta alpha alpha"];
+    let entries: Vec<NewEntry> = (0..400_i64)
+        .map(|i| {
+            let mut e = NewEntry { dedupe: false, ..NewEntry::new(texts[i as usize % 4]).scope("t").at(NOW - (i % 7) * DAY) };
+            if i % 11 == 0 {
+                e.expires_at = Some(NOW - DAY);
+            }
+            e
+        })
+        .collect();
+    let ids = engine.save_many(entries).unwrap();
+    let deleted: Vec<i64> = ids.iter().copied().step_by(13).collect();
+    engine.delete_many(&deleted).unwrap();
+    let live: Vec<i64> =
+        (0..400).filter(|i| i % 11 != 0 && i % 13 != 0).map(|i| ids[i]).collect();
+    let ranked = |depth: usize| {
+        let mut q = Query::new("alpha beta", 1_000_000).in_scope("t");
+        q.now = Some(NOW);
+        q.depth = Some(depth);
+        engine.query(&q).unwrap().into_iter().map(|h| h.entry.id).collect::<Vec<i64>>()
+    };
+    for committed in [false, true] {
+        if committed {
+            engine.flush().unwrap();
+        }
+        let all = ranked(1000);
+        let mut found = all.clone();
+        found.sort_unstable();
+        assert_eq!(found, live, "committed {committed}: every live entry, and only those");
+        for depth in [1, 2, 7, 30, 100, 299] {
+            assert_eq!(ranked(depth), all[..depth], "depth {depth}, committed {committed}");
+        }
+    }
+}
+
+#[test]
 fn get_many_of_several_hundred_ids_keeps_order_repeats_and_gaps() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::open(file_config(&dir)).unwrap();

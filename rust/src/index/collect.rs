@@ -55,6 +55,10 @@ impl Ord for Ranked {
     }
 }
 
+/// Relative slack below the pruning bound: about eight f32 units in the last
+/// place.
+const TIE_MARGIN: Score = 1e-6;
+
 pub struct SegmentTopK {
     k: usize,
     now: Micros,
@@ -100,9 +104,15 @@ impl SegmentTopK {
         self.threshold()
     }
 
+    /// The BM25 score a document must exceed to be offered. The pruning skips
+    /// scores at or below it, but a document whose best boosted score only ties
+    /// the worst kept one can still win on id, and the division and the product
+    /// each round: so the bound is lowered by a few units in the last place.
     fn threshold(&self) -> Score {
         match self.heap.peek() {
-            Some(Reverse(worst)) if self.heap.len() >= self.k => worst.0.score / self.max_boost,
+            Some(Reverse(worst)) if self.heap.len() >= self.k => {
+                worst.0.score / self.max_boost * (1.0 - TIE_MARGIN)
+            }
             _ => Score::MIN,
         }
     }
