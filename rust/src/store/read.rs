@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use libsql::Value;
 
+use super::conn::KeptRows;
 use super::rows::{self, opt_text, text, ENTRY_COLUMNS};
 use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
 use super::{invalid_op, Change, ChangeOp, Store};
@@ -60,6 +61,14 @@ impl ListFilter {
     }
 }
 
+/// Every row of `rows`, read as `ENTRY_COLUMNS`, onto `out`.
+async fn read_entries(mut rows: KeptRows, out: &mut Vec<Entry>) -> Result<()> {
+    while let Some(row) = rows.next().await? {
+        out.push(rows::entry(&row, 0)?);
+    }
+    Ok(())
+}
+
 impl Store {
     /// Entries by id, in the order asked; `None` where an id does not exist.
     pub fn fetch(&self, ids: &[i64]) -> Result<Vec<Option<Entry>>> {
@@ -80,20 +89,14 @@ impl Store {
             block_on(async {
                 let mut entries = Vec::with_capacity(ids.len());
                 if let [(sql, params)] = statements.as_slice() {
-                    let mut rows = conn.query_kept(sql, params.clone()).await?;
-                    while let Some(row) = rows.next().await? {
-                        entries.push(rows::entry(&row, 0)?);
-                    }
+                    read_entries(conn.query_kept(sql, params.clone()).await?, &mut entries).await?;
                     return Ok(entries);
                 }
                 // Several statements read one snapshot: an entry deleted or
                 // changed meanwhile is seen as it was before, or not at all.
                 let tx = conn.begin_read().await?;
                 for (sql, params) in &statements {
-                    let mut rows = tx.query_kept(sql, params.clone()).await?;
-                    while let Some(row) = rows.next().await? {
-                        entries.push(rows::entry(&row, 0)?);
-                    }
+                    read_entries(tx.query_kept(sql, params.clone()).await?, &mut entries).await?;
                 }
                 tx.commit().await?;
                 Ok(entries)
