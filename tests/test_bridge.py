@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -77,3 +80,87 @@ async def test_a_call_never_awaited_leaves_nothing_behind(mem: ContextForge) -> 
     await asyncio.sleep(0.05)
     assert await mem.count("s") == 1
     assert [h.content for h in await mem.query("kept", "s", 100)] == ["kept note"]
+
+
+async def test_concurrent_queries_each_get_their_own_answer(cf: ContextForge) -> None:
+    # Awaited while the loop is free, a query on a file store runs on the loop's
+    # own thread; beside other calls, on a worker. Each gets its own answer.
+    words = ["apple", "birch", "cedar", "delta", "ember", "fjord", "grove", "heron"]
+    for w in words:
+        await cf.save_many([{"content": f"{w} note {i}", "scope": w} for i in range(5)])
+    alone = {w: [h.id for h in await cf.query(w, w, 10_000)] for w in words}
+    assert all(len(ids) == 5 for ids in alone.values())
+
+    async def asker(w: str) -> list[list[int]]:
+        return [[h.id for h in await cf.query(w, w, 10_000)] for _ in range(25)]
+
+    answers = await asyncio.gather(*(asker(w) for w in words))
+    for w, got in zip(words, answers):
+        assert all(ids == alone[w] for ids in got), w
+
+
+async def ticks_while(body: Callable[[], Awaitable[object]]) -> int:
+    """How often a 1 ms timer fired on the loop while `body` ran."""
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.001)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0.01)
+    before = ticks
+    await body()
+    during = ticks - before
+    task.cancel()
+    return during
+
+
+async def test_queries_back_to_back_still_give_the_loop_turns(cf: ContextForge) -> None:
+    await cf.save_many([{"content": f"note {i} about the deploy", "scope": "s"} for i in range(200)])
+    loop = asyncio.get_running_loop()
+    done = 0
+
+    async def query_for_300_ms() -> None:
+        nonlocal done
+        until = loop.time() + 0.3
+        while loop.time() < until:
+            assert len(await cf.query("deploy", "s", 2048)) > 0
+            done += 1
+
+    # Each query here may complete without suspending; the loop still gets a
+    # turn every few milliseconds, so the timer keeps firing.
+    assert await ticks_while(query_for_300_ms) >= 10
+    assert done > 10
+
+
+async def test_a_query_catching_up_on_a_bulk_save_leaves_the_loop_running(db_path: str) -> None:
+    reader = await ContextForge.open(db_path)
+    writer = await ContextForge.open(db_path)  # as another process would write
+    try:
+        assert await reader.query("marker9999", "s", 100) == []
+        await writer.save_many(
+            [{"content": f"bulk note {i} marker{i}", "scope": "s"} for i in range(10_000)]
+        )
+        loop = asyncio.get_running_loop()
+        callback_ran: list[float] = []
+
+        def from_another_thread() -> None:
+            time.sleep(0.005)
+            loop.call_soon_threadsafe(lambda: callback_ran.append(time.monotonic()))
+
+        # The reader's index must first take in 10,000 changes. That runs on a
+        # worker, and the loop runs the callback meanwhile; run on the loop's
+        # thread, it would hold the callback until the answer came.
+        started = time.monotonic()
+        threading.Thread(target=from_another_thread).start()
+        hits = await reader.query("marker9999", "s", 100)
+        answered = time.monotonic()
+        assert [h.content for h in hits] == ["bulk note 9999 marker9999"]
+        await asyncio.sleep(0.05)
+        assert callback_ran and callback_ran[0] - started < (answered - started) / 2
+    finally:
+        await writer.close()
+        await reader.close()

@@ -1,6 +1,6 @@
 //! End-to-end tests of the engine through its public Rust API, on real files.
 
-use _core::{Config, Engine, Error, ListFilter, NewEntry, Patch, Query};
+use _core::{Config, Engine, Error, Hit, ListFilter, NewEntry, Patch, Query};
 
 const DAY: i64 = 86_400_000_000;
 const NOW: i64 = 1_750_000_000_000_000;
@@ -597,4 +597,42 @@ fn an_index_of_an_older_schema_is_rebuilt() {
     assert_eq!(ids.len(), 3);
     let at = |id| ids.iter().position(|&x| x == id).unwrap();
     assert!(at(weak_here) < at(weak_there), "the session boost reads the rebuilt index: {ids:?}");
+}
+
+#[test]
+fn a_query_that_must_not_wait_declines_a_bulk_catch_up_and_answers_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Engine::open(file_config(&dir)).unwrap();
+    let b = Engine::open(file_config(&dir)).unwrap();
+    let ask = |text: &str| {
+        let mut q = Query::new(text, 4096).in_scope("s");
+        q.now = Some(NOW);
+        q
+    };
+    let ids = |hits: Vec<Hit>| hits.into_iter().map(|h| h.entry.id).collect::<Vec<_>>();
+
+    // A few changes from another writer are applied in place.
+    let first = b.save(NewEntry::new("marker0 from b").scope("s")).unwrap();
+    let (hits, _) = a.try_query_timed(&ask("marker0")).unwrap().expect("a small catch-up is no wait");
+    assert_eq!(ids(hits), vec![first]);
+
+    // A bulk of them would go into index commits: declined, and nothing applied.
+    let bulk: Vec<NewEntry> =
+        (1..=1_000).map(|i| NewEntry::new(format!("marker{i} from b")).scope("s")).collect();
+    let bulk_ids = b.save_many(bulk).unwrap();
+    assert!(a.try_query_timed(&ask("marker1000")).unwrap().is_none());
+    assert!(a.try_query_timed(&ask("marker1000")).unwrap().is_none(), "the decline changed nothing");
+    assert_eq!(query(&a, "marker1000", Some("s")), vec![bulk_ids[999]]);
+    // Caught up by the query that may wait, it answers again.
+    let (hits, _) = a.try_query_timed(&ask("marker7")).unwrap().expect("caught up");
+    assert_eq!(ids(hits), vec![bulk_ids[6]]);
+
+    // Invalid input is an error either way.
+    assert!(matches!(a.try_query_timed(&Query::new("marker0", 0)), Err(Error::InvalidInput(_))));
+
+    // An in-memory store reads through its writer's one connection: never.
+    let memory = Engine::open(Config::new(":memory:")).unwrap();
+    memory.save(NewEntry::new("marker0 in memory").scope("s")).unwrap();
+    assert!(memory.try_query_timed(&ask("marker0")).unwrap().is_none());
+    assert_eq!(query(&memory, "marker0", Some("s")).len(), 1);
 }

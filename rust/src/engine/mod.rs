@@ -151,6 +151,17 @@ impl Engine {
         }
     }
 
+    /// `follow` without waiting: false when it would wait for another thread
+    /// (one indexing a bulk save), index a bulk of changes, or go over the
+    /// network. Only a local file qualifies: an in-memory store reads through
+    /// the writer's one connection, which a bulk save holds.
+    fn follow_now(&self) -> Result<bool> {
+        if !self.store.is_file() {
+            return Ok(false);
+        }
+        self.index.try_sync(&self.store)
+    }
+
     /// Brings the index up to date with writes from other processes.
     fn follow(&self) -> Result<()> {
         if self.config.is_memory() {

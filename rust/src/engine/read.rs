@@ -127,10 +127,29 @@ impl Engine {
     /// `query`, also reporting where the time went.
     pub fn query_timed(&self, query: &Query) -> Result<(Vec<Hit>, Timings)> {
         let started = Instant::now();
-        let since = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
         self.check_open()?;
         query.validate()?;
         self.follow()?;
+        self.answer(query, started)
+    }
+
+    /// `query_timed` for a caller that must not wait, such as an event loop's
+    /// own thread: `None`, having changed nothing, when answering would first
+    /// wait for another thread or the network, or index a bulk of changes
+    /// (see `follow_now`).
+    pub fn try_query_timed(&self, query: &Query) -> Result<Option<(Vec<Hit>, Timings)>> {
+        let started = Instant::now();
+        self.check_open()?;
+        query.validate()?;
+        if !self.follow_now()? {
+            return Ok(None);
+        }
+        self.answer(query, started).map(Some)
+    }
+
+    /// Ranks and packs `query` over the index as it is.
+    fn answer(&self, query: &Query, started: Instant) -> Result<(Vec<Hit>, Timings)> {
+        let since = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
         let synced = Instant::now();
         let now = query.now.unwrap_or_else(now_micros);
         let request = SearchRequest {

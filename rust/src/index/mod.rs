@@ -277,6 +277,28 @@ impl SearchIndex {
         Ok(())
     }
 
+    /// `sync` for a caller that must not wait: false, having applied nothing,
+    /// when another thread is applying changes (a bulk save's indexing holds
+    /// that for seconds) or when `BULK_CHANGES` or more wait, which would go
+    /// into index commits rather than the tail.
+    pub fn try_sync(&self, store: &Store) -> Result<bool> {
+        let behind = store.head()? - self.applied();
+        if behind <= 0 {
+            return Ok(true);
+        }
+        if behind >= BULK_CHANGES as i64 {
+            return Ok(false);
+        }
+        let Some(_order) = self.apply_lock.try_lock() else { return Ok(false) };
+        // Read again under the lock: more may have come since `head`.
+        let changes = store.changes_since(self.applied(), BULK_CHANGES)?;
+        if changes.len() >= BULK_CHANGES {
+            return Ok(false);
+        }
+        self.apply(store, changes, &mut Neighbours::default())?;
+        Ok(true)
+    }
+
     /// `sync` after this process's own bulk save: the pages it commits are
     /// merged into one segment before it returns (a query that follows
     /// another process's bulk save leaves that to background merges).

@@ -28,7 +28,7 @@ use std::os::fd::AsRawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use pyo3::prelude::*;
@@ -67,30 +67,24 @@ where
     })
 }
 
+/// A call that may run on the loop's own thread: given `false` it must not
+/// wait, and says `None` when it would have to; given `true` it always answers.
+pub(super) type Quick = Box<dyn FnMut(bool) -> Option<Outcome> + Send>;
+
 /// Runs `f` on a worker thread and returns an awaitable of its result.
 pub fn awaitable<'py, T, F>(py: Python<'py>, f: F) -> PyResult<Bound<'py, PyAny>>
 where
     F: FnOnce() -> Result<T> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    static GET_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let get_loop = GET_LOOP.get_or_try_init(py, || {
-        py.import("asyncio")?.getattr("get_running_loop").map(Bound::unbind)
-    })?;
-    let event_loop = get_loop.bind(py).call0()?;
+    let event_loop = running_loop(py)?;
     let future = event_loop.call_method0("create_future")?;
     let target = future.clone().unbind();
     match inbox(&event_loop) {
         Some(inbox) => {
-            inbox.in_flight.fetch_add(1, Ordering::AcqRel);
             let handoff = Arc::new(Handoff::new());
-            let (worker_handoff, worker_inbox) = (Arc::clone(&handoff), Arc::clone(&inbox));
-            workers::spawn(move || {
-                if let Some(outcome) = worker_handoff.offer(outcome(guarded(f))) {
-                    worker_inbox.deliver(target, outcome);
-                }
-            });
-            let pending = Pending::new(future.unbind(), event_loop.unbind(), handoff, inbox);
+            start(&inbox, &handoff, target, move || outcome(guarded(f)));
+            let pending = Pending::new(future.unbind(), event_loop.unbind(), handoff, inbox, None);
             Ok(Bound::new(py, pending)?.into_any())
         }
         None => {
@@ -99,6 +93,75 @@ where
             Ok(future)
         }
     }
+}
+
+/// `awaitable` for a short call that can often answer at once: `f(false)`
+/// must not wait (for a lock another thread holds, an index catch-up, the
+/// network) and returns `None` when it would have to; `f(true)` always
+/// answers. Nothing runs until the awaitable is first awaited: then, if the
+/// loop has nothing else to run, `f(false)` runs right there on the loop's
+/// thread, without the GIL (`handoff::Pending`), and otherwise `f(true)` runs
+/// on a worker.
+pub fn quick<'py, T, F>(py: Python<'py>, mut f: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: FnMut(bool) -> Option<Result<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    let event_loop = running_loop(py)?;
+    let future = event_loop.call_method0("create_future")?;
+    match inbox(&event_loop) {
+        Some(inbox) => {
+            let job: Quick = Box::new(move |may_wait| {
+                guarded(|| f(may_wait).transpose()).transpose().map(outcome)
+            });
+            let handoff = Arc::new(Handoff::new());
+            let pending = Pending::new(future.unbind(), event_loop.unbind(), handoff, inbox, Some(job));
+            Ok(Bound::new(py, pending)?.into_any())
+        }
+        None => {
+            let (event_loop, target) = (event_loop.unbind(), future.clone().unbind());
+            workers::spawn(move || {
+                let result = guarded(|| f(true).transpose()).transpose().unwrap_or_else(|| Err(unanswered()));
+                settle_from_worker(event_loop, target, outcome(result));
+            });
+            Ok(future)
+        }
+    }
+}
+
+fn running_loop<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    static GET_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let get_loop = GET_LOOP.get_or_try_init(py, || {
+        py.import("asyncio")?.getattr("get_running_loop").map(Bound::unbind)
+    })?;
+    get_loop.bind(py).call0()
+}
+
+/// Runs `job` on a worker; its outcome goes to `handoff`, or else into the inbox
+/// for the loop to settle `target` with.
+pub(super) fn start(
+    inbox: &Arc<Inbox>,
+    handoff: &Arc<Handoff>,
+    target: Py<PyAny>,
+    job: impl FnOnce() -> Outcome + Send + 'static,
+) {
+    inbox.in_flight.fetch_add(1, Ordering::AcqRel);
+    let (handoff, inbox) = (Arc::clone(handoff), Arc::clone(inbox));
+    workers::spawn(move || {
+        if let Some(outcome) = handoff.offer(job()) {
+            inbox.deliver(target, outcome);
+        }
+    });
+}
+
+/// Runs a `Quick` call on a worker, where it may wait.
+pub(super) fn start_quick(inbox: &Arc<Inbox>, handoff: &Arc<Handoff>, target: Py<PyAny>, mut job: Quick) {
+    start(inbox, handoff, target, move || job(true).unwrap_or_else(|| outcome::<()>(Err(unanswered()))));
+}
+
+/// A `quick` call broke its promise to answer when allowed to wait.
+fn unanswered() -> Error {
+    Error::Internal("a call allowed to wait did not answer".into())
 }
 
 /// Results waiting for one event loop, and the pipe that wakes it.
@@ -110,11 +173,44 @@ pub(super) struct Inbox {
     signalled: AtomicBool,
     writer: Mutex<PipeWriter>,
     reader: Mutex<PipeReader>,
+    /// When the current streak of calls run on the loop's thread began, and
+    /// when its last call ended.
+    held: Mutex<Option<(Instant, Instant)>>,
 }
+
+/// The longest calls run back to back on the loop's thread hold it before it
+/// gets a turn to poll I/O, run timers and other tasks.
+const HOLD: Duration = Duration::from_millis(2);
+/// Calls on the loop's thread this close together count as back to back.
+const GAP: Duration = Duration::from_millis(1);
 
 impl Inbox {
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Whether results wait for the loop to settle them.
+    pub fn has_results(&self) -> bool {
+        self.signalled.load(Ordering::Acquire) || !self.queue.lock().is_empty()
+    }
+
+    /// Notes a call that ran on the loop's thread from `began` to `ended`;
+    /// true when calls run there back to back have now held the loop for
+    /// `HOLD` or more, and it should get a turn (the streak then starts over).
+    pub fn held_too_long(&self, began: Instant, ended: Instant) -> bool {
+        let mut held = self.held.lock();
+        let since = match *held {
+            Some((since, last)) if began.saturating_duration_since(last) < GAP => since,
+            _ => began,
+        };
+        let too_long = ended.saturating_duration_since(since) >= HOLD;
+        *held = (!too_long).then_some((since, ended));
+        too_long
+    }
+
+    /// The loop is getting a turn: a streak of calls on its thread is over.
+    pub fn loop_turned(&self) {
+        *self.held.lock() = None;
     }
 
     /// A call's result was taken.
@@ -182,6 +278,7 @@ fn inbox(event_loop: &Bound<'_, PyAny>) -> Option<Arc<Inbox>> {
         signalled: AtomicBool::new(false),
         writer: Mutex::new(writer),
         reader: Mutex::new(reader),
+        held: Mutex::new(None),
     });
     let py = event_loop.py();
     // The entry must go when the loop does: another loop may later live at the
@@ -237,7 +334,7 @@ fn settle_future(future: &Bound<'_, PyAny>, ok: bool, value: Bound<'_, PyAny>) -
 }
 
 /// Completes the future unless it was cancelled.
-fn settle(future: &Bound<'_, PyAny>, ok: bool, value: Bound<'_, PyAny>) -> PyResult<()> {
+pub(super) fn settle(future: &Bound<'_, PyAny>, ok: bool, value: Bound<'_, PyAny>) -> PyResult<()> {
     if future.call_method0("done")?.is_truthy()? {
         return Ok(());
     }

@@ -7,7 +7,7 @@ use parking_lot::RwLock;
 use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
-use super::call::awaitable;
+use super::call::{awaitable, quick};
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
 use crate::config::{Config, Eviction, Fusion, Hybrid, Mmr, Recency, Retrieval, Scrub, TokenizerSpec};
@@ -327,15 +327,18 @@ impl Engine {
         let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
         let filters = Filters { kinds, session_id, since, until, metadata };
         let query = filters.query(text, scopes, budget, now, depth, injection, explain, vector(embedding));
-        awaitable(py, move || {
-            let (hits, t) = core.query_timed(&query)?;
-            let hits: Vec<Hit> = hits.into_iter().map(Hit::from).collect();
-            let timings = explain.then(|| {
-                [("sync_us", t.sync_us), ("search_us", t.search_us), ("pack_us", t.pack_us), ("total_us", t.total_us)]
-                    .into_iter()
-                    .collect::<std::collections::HashMap<_, _>>()
-            });
-            Ok((hits, timings))
+        quick(py, move |may_wait| {
+            let answer = if may_wait { core.query_timed(&query).map(Some) } else { core.try_query_timed(&query) };
+            answer.transpose().map(|answer| {
+                let (hits, t) = answer?;
+                let hits: Vec<Hit> = hits.into_iter().map(Hit::from).collect();
+                let timings = explain.then(|| {
+                    [("sync_us", t.sync_us), ("search_us", t.search_us), ("pack_us", t.pack_us), ("total_us", t.total_us)]
+                        .into_iter()
+                        .collect::<std::collections::HashMap<_, _>>()
+                });
+                Ok((hits, timings))
+            })
         })
     }
 

@@ -11,6 +11,15 @@
 //! nothing else ready; I/O it has not polled yet waits at most `SPIN`. A loop
 //! that does not expose its ready queue (uvloop) always takes the future.
 //!
+//! A `call::quick` call does not start until it is first awaited. If the loop
+//! then has nothing else to run and no result of ours waits for it, the call
+//! runs right there, on the loop's thread without the GIL, if it can answer
+//! without waiting; otherwise it goes to a worker as above. Two tasks querying
+//! at once then keep both cores on queries, the loop's thread and one worker,
+//! instead of three threads (the loop and two workers) taking turns on two
+//! cores and paying a wake-up for every result. Calls run back to back on the
+//! loop's thread yield to it once they have held it for `call::HOLD`.
+//!
 //! The wait yields the CPU on every turn rather than spinning in place: when
 //! other processes keep every core busy, a waiter that held its core would
 //! starve the very worker it waits for (`benchmarks/processes.py`: two
@@ -26,7 +35,7 @@ use pyo3::exceptions::PyStopIteration;
 use pyo3::intern;
 use pyo3::prelude::*;
 
-use super::call::{Inbox, Outcome};
+use super::call::{settle, start_quick, Inbox, Outcome, Quick};
 
 /// The longest a task waits awake for a result.
 const SPIN: Duration = Duration::from_micros(500);
@@ -75,6 +84,15 @@ impl Handoff {
     }
 }
 
+/// How a `quick` call started.
+enum Started {
+    /// It ran here; `__next__` raises this to return its value or error.
+    Answered(PyErr),
+    /// It ran here and settled the future, to give the loop a turn.
+    Settled,
+    OnWorker,
+}
+
 /// The Python references are options so that the garbage collector can
 /// break a cycle through them (future -> task -> coroutine -> this).
 #[pyclass(module = "contextforge._core")]
@@ -84,26 +102,72 @@ pub(super) struct Pending {
     event_loop: Option<Py<PyAny>>,
     handoff: Arc<Handoff>,
     inbox: Arc<Inbox>,
+    /// A `quick` call not started yet (in a mutex only because a pyclass must
+    /// be `Sync`).
+    quick: Mutex<Option<Quick>>,
     started: bool,
 }
 
 impl Pending {
-    pub fn new(future: Py<PyAny>, event_loop: Py<PyAny>, handoff: Arc<Handoff>, inbox: Arc<Inbox>) -> Self {
-        Self { future: Some(future), event_loop: Some(event_loop), handoff, inbox, started: false }
+    pub fn new(
+        future: Py<PyAny>,
+        event_loop: Py<PyAny>,
+        handoff: Arc<Handoff>,
+        inbox: Arc<Inbox>,
+        quick: Option<Quick>,
+    ) -> Self {
+        Self { future: Some(future), event_loop: Some(event_loop), handoff, inbox, quick: Mutex::new(quick), started: false }
+    }
+
+    /// Whether the loop has nothing ready to run (not even a result of ours to
+    /// settle), so a call may hold it.
+    fn loop_is_free(&self, py: Python<'_>) -> bool {
+        !self.inbox.has_results() && self.ready_is_empty(py)
+    }
+
+    fn ready_is_empty(&self, py: Python<'_>) -> bool {
+        self.event_loop.as_ref().is_some_and(|event_loop| {
+            event_loop
+                .bind(py)
+                .getattr(intern!(py, "_ready"))
+                .and_then(|ready| ready.len())
+                .is_ok_and(|n| n == 0)
+        })
+    }
+
+    /// Runs the `quick` call here when the loop is free and it can answer at
+    /// once; otherwise starts it on a worker.
+    fn start_quick(&mut self, py: Python<'_>, mut job: Quick) -> PyResult<Started> {
+        if self.loop_is_free(py) {
+            let began = Instant::now();
+            if let Some(outcome) = py.detach(|| job(false)) {
+                let held_too_long = self.inbox.held_too_long(began, Instant::now());
+                let (ok, value) = outcome(py);
+                if !held_too_long {
+                    return Ok(Started::Answered(finished(py, ok, value)));
+                }
+                settle(self.future(py)?, ok, value.into_bound(py))?;
+                return Ok(Started::Settled);
+            }
+        }
+        let target = self.future(py)?.clone().unbind();
+        start_quick(&self.inbox, &self.handoff, target, job);
+        Ok(Started::OnWorker)
+    }
+
+    /// Gives the loop a turn: the task resumes when the future is done.
+    fn yield_future(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.event_loop = None;
+        self.inbox.loop_turned();
+        let future = self.future(py)?;
+        future.setattr(intern!(py, "_asyncio_future_blocking"), true)?;
+        Ok(future.clone().unbind())
     }
 
     /// Whether the loop has nothing but this call to wait for, and there is a
     /// second core for the worker while this thread waits.
     fn loop_is_idle(&self, py: Python<'_>) -> bool {
-        crate::runtime::cores() > 1
-            && self.inbox.in_flight() == 1
-            && self.event_loop.as_ref().is_some_and(|event_loop| {
-                event_loop
-                    .bind(py)
-                    .getattr(intern!(py, "_ready"))
-                    .and_then(|ready| ready.len())
-                    .is_ok_and(|n| n == 0)
-            })
+        crate::runtime::cores() > 1 && self.inbox.in_flight() == 1 && self.ready_is_empty(py)
     }
 
     fn future<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyAny>> {
@@ -131,9 +195,14 @@ impl Pending {
             return Err(PyStopIteration::new_err((result.unbind(),)));
         }
         self.started = true;
-        let idle = self.loop_is_idle(py);
-        self.event_loop = None;
-        let direct = if idle {
+        if let Some(job) = self.quick.get_mut().take() {
+            match self.start_quick(py, job)? {
+                Started::Answered(done) => return Err(done),
+                Started::Settled => return self.yield_future(py),
+                Started::OnWorker => {}
+            }
+        }
+        let direct = if self.loop_is_idle(py) {
             let handoff = Arc::clone(&self.handoff);
             py.detach(move || handoff.wait())
         } else {
@@ -142,15 +211,9 @@ impl Pending {
         if let Some(outcome) = direct {
             self.inbox.finished();
             let (ok, value) = outcome(py);
-            return Err(if ok {
-                PyStopIteration::new_err((value,))
-            } else {
-                PyErr::from_value(value.into_bound(py))
-            });
+            return Err(finished(py, ok, value));
         }
-        let future = self.future(py)?;
-        future.setattr(intern!(py, "_asyncio_future_blocking"), true)?;
-        Ok(future.clone().unbind())
+        self.yield_future(py)
     }
 
     fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
@@ -166,6 +229,15 @@ impl Pending {
     fn __clear__(&mut self) {
         self.future = None;
         self.event_loop = None;
+    }
+}
+
+/// What `__next__` raises to return a call's value (or its error) at once.
+fn finished(py: Python<'_>, ok: bool, value: Py<PyAny>) -> PyErr {
+    if ok {
+        PyStopIteration::new_err((value,))
+    } else {
+        PyErr::from_value(value.into_bound(py))
     }
 }
 

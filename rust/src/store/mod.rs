@@ -114,6 +114,11 @@ impl Store {
         })
     }
 
+    /// Whether the database is a local file (not in memory, not a server).
+    pub fn is_file(&self) -> bool {
+        self.kind == Kind::File
+    }
+
     /// Whether the database is a libSQL server.
     pub fn is_remote(&self) -> bool {
         self.kind == Kind::Remote
