@@ -1,7 +1,9 @@
 """The hand-over from the engine's threads to asyncio: every event loop gets its
 results, including loops created one after another (a new loop may live where a
 collected one did), cancelled calls leave nothing behind, and results keep
-arriving while the loop's thread is busy running Python."""
+arriving while the loop's thread is busy running Python. Queries that run on the
+loop's own thread get their own answers, give the loop turns, and never hold it
+while they would wait."""
 
 from __future__ import annotations
 

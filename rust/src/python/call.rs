@@ -4,6 +4,9 @@
 //! closure on a worker thread (`workers`), without the GIL, and returns a
 //! `handoff::Pending`: awaited while the loop has nothing else to run, it waits
 //! awake for the result for a moment and takes it straight from the worker.
+//! A `quick` call (a query) is started only when awaited, and then, if the loop
+//! is free and the call can answer without waiting, runs on the loop's own
+//! thread, still without the GIL (see `handoff`).
 //! Otherwise the finished result goes into the loop's inbox, a queue beside a
 //! pipe whose read end the loop watches (`add_reader`); the worker writes one
 //! byte and never takes the GIL. On the loop's thread the inbox is drained:
