@@ -286,7 +286,10 @@ class ContextForge:
         if not prepared:
             return []
         vectors = await self._item_vectors(prepared, given)
-        saved = await _call(lambda: self._engine.save_detailed(prepared, vectors))
+        saving = _call(lambda: self._engine.save_detailed(prepared, vectors))
+        # The engine has taken its own copy: let this one go while it saves.
+        del prepared, given, vectors
+        saved = await saving
         return [entry_id for entry_id, _ in saved]
 
     async def _item_vectors(self, prepared: Sequence[tuple[Any, ...]], given: list[Any]) -> Vectors | None:

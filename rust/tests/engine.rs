@@ -476,12 +476,13 @@ fn a_clean_close_leaves_a_mark_that_only_the_next_open_trusts() {
 fn a_batch_of_many_chunks_is_saved_whole_and_indexed_whole() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = file_config(&dir);
-    config.flush_ms = 3_600_000; // the last, small page stays in the tail
+    config.flush_ms = 3_600_000; // no flush commits beside the bulk's own
     let engine = Engine::open(config).unwrap();
-    // Larger than the save chunk (8192) and the index's commit slice (10,000),
-    // with repeats across chunks and one session running through all of them.
-    // 20,300 changes after the 1,000 repeats: two full pages, then 300 for the tail.
-    let n = 21_300;
+    // Larger than the save chunk (8192), a page of the log (10,000) and the
+    // index's commit (50,000), with repeats across chunks and one session
+    // running through all of them. 60,300 changes after the 1,000 repeats: six
+    // full pages and 300, committed after the fifth page and at the end.
+    let n = 61_300;
     let repeats = |i: i64| (10_000..20_000).contains(&i) && i % 10 == 0;
     let batch: Vec<NewEntry> = (0..n)
         .map(|i| {
@@ -504,7 +505,7 @@ fn a_batch_of_many_chunks_is_saved_whole_and_indexed_whole() {
             assert!(created, "item {i}");
         }
     }
-    // The pages committed one by one were merged into one segment.
+    // The segments of both commits were merged into one.
     let meta = std::fs::read_to_string(dir.path().join("memory.db.index").join("meta.json")).unwrap();
     let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
     assert_eq!(meta["segments"].as_array().map(Vec::len), Some(1), "{meta}");
@@ -514,11 +515,12 @@ fn a_batch_of_many_chunks_is_saved_whole_and_indexed_whole() {
     q.depth = Some(10_000);
     assert_eq!(engine.query(&q).unwrap().len(), 10_000);
     // The last entries, read back from the log in the last page, are searchable
-    // with their session context.
-    let last = query(&engine, "chunked item 21299", Some("c"));
-    assert_eq!(last.first(), Some(&saved[21_299].0));
-    let context = query(&engine, "21297 21298", Some("c"));
-    assert!(context.contains(&saved[21_299].0));
+    // with their session context, and so is one from the first commit.
+    let last = query(&engine, "chunked item 61299", Some("c"));
+    assert_eq!(last.first(), Some(&saved[61_299].0));
+    let context = query(&engine, "61297 61298", Some("c"));
+    assert!(context.contains(&saved[61_299].0));
+    assert_eq!(query(&engine, "chunked item 30001", Some("c")).first(), Some(&saved[30_001].0));
 }
 
 #[test]
