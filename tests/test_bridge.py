@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from contextforge import ContextForge, NotFound, _convert
+from contextforge import ContextForge, InvalidInputError, NotFound, _convert
 
 
 def test_results_reach_each_new_event_loop(tmp_path: Path) -> None:
@@ -99,6 +99,21 @@ async def test_concurrent_queries_each_get_their_own_answer(cf: ContextForge) ->
     answers = await asyncio.gather(*(asker(w) for w in words))
     for w, got in zip(words, answers):
         assert all(ids == alone[w] for ids in got), w
+
+
+async def test_a_query_error_arrives_typed_from_the_loops_thread_and_a_worker(
+    cf: ContextForge,
+) -> None:
+    await cf.save("a note", scope="s")
+    # The engine refuses the depth: alone, on the loop's thread...
+    with pytest.raises(InvalidInputError, match="depth"):
+        await cf.query("note", "s", 100, depth=20_000)
+    # ...and beside other calls, on workers.
+    results = await asyncio.gather(
+        *(cf.query("note", "s", 100, depth=20_000) for _ in range(3)), return_exceptions=True
+    )
+    assert all(isinstance(r, InvalidInputError) for r in results), results
+    assert [h.content for h in await cf.query("note", "s", 100)] == ["a note"]
 
 
 async def ticks_while(body: Callable[[], Awaitable[object]]) -> int:
