@@ -1,6 +1,9 @@
 """How much the Python layer adds to a query: the latency an asyncio caller sees
 against the engine's own time for the same queries (reported by the engine
-through ``explain=True``), in one run; and the round trip of an empty call.
+through ``explain=True``), in one run; the round trip of an empty call; and the
+throughput of the same queries from one asyncio task and split over two, with
+the engine's own time per query in each (two queries answered at once each take
+longer than one alone).
 
     .venv/bin/python benchmarks/overhead.py --n 100000
 
@@ -36,6 +39,24 @@ def corpus(n: int, seed: int = 42) -> tuple[list[dict[str, object]], list[tuple[
     return items, queries
 
 
+async def throughput(
+    cf: ContextForge, queries: list[tuple[str, str]], tasks: int
+) -> tuple[float, float]:
+    """Queries per second with `queries` split over `tasks` tasks, and the
+    engine's median time per query meanwhile (µs)."""
+    engine: list[float] = []
+
+    async def run(part: list[tuple[str, str]]) -> None:
+        for text, scope in part:
+            hits = await cf.query(text, scope, 2048, explain=True)
+            assert hits.timings is not None
+            engine.append(hits.timings["total_us"])
+
+    start = time.perf_counter()
+    await asyncio.gather(*(run(queries[i::tasks]) for i in range(tasks)))
+    return len(queries) / (time.perf_counter() - start), statistics.median(engine)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=100_000)
@@ -63,11 +84,15 @@ async def main() -> None:
                 start = time.perf_counter()
                 await cf.count("no such scope")
                 empty.append((time.perf_counter() - start) * 1e6)
+            rounds = [await throughput(cf, queries * 3, tasks) for tasks in (1, 2, 1, 2)]
     p50_seen, p50_engine = statistics.median(seen), statistics.median(engine)
     print(f"N={args.n:,} queries={len(queries)}")
     print(f"python-visible p50 {p50_seen:.0f} us, engine p50 {p50_engine:.0f} us, "
           f"ratio {p50_seen / p50_engine:.2f}x")
     print(f"empty call (count of an empty scope) p50 {statistics.median(empty):.0f} us")
+    for (one, one_engine), (two, two_engine) in (rounds[0:2], rounds[2:4]):
+        print(f"1 task {one:,.0f} queries/s (engine p50 {one_engine:.0f} us) | "
+              f"2 tasks {two:,.0f} queries/s, {two / one:.2f}x (engine p50 {two_engine:.0f} us)")
 
 
 if __name__ == "__main__":

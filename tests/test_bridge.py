@@ -101,6 +101,16 @@ async def test_concurrent_queries_each_get_their_own_answer(cf: ContextForge) ->
         assert all(ids == alone[w] for ids in got), w
 
 
+async def test_a_context_block_is_the_same_from_the_loops_thread_and_a_worker(
+    cf: ContextForge,
+) -> None:
+    await cf.save_many([{"content": f"kiwi note {i}", "scope": "s"} for i in range(20)])
+    alone = await cf.context("kiwi", "s", 400)
+    assert "kiwi note" in alone.text
+    beside = await asyncio.gather(*(cf.context("kiwi", "s", 400) for _ in range(4)))
+    assert all(c.text == alone.text for c in beside)
+
+
 async def test_a_query_error_arrives_typed_from_the_loops_thread_and_a_worker(
     cf: ContextForge,
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,9 +39,10 @@ class ContextForge:
     Open with ``await ContextForge.open(path)`` (or ``async with``), save with
     ``save``, retrieve with ``query``. Every method is a coroutine whose work runs
     in Rust without the GIL, on a thread pool, so the event loop keeps running.
-    One exception, for speed: a ``query`` on a local file, awaited while the loop
-    has nothing else ready to run, runs on the loop's own thread when it can
-    answer at once (as a query usually can, in well under a millisecond).
+    One exception, for speed: a ``query`` (or ``context``) on a local file,
+    awaited while the loop has nothing else ready to run, runs on the loop's own
+    thread when it can answer at once (as a query usually can, in well under a
+    millisecond).
     Queries run that way back to back give the loop a turn every 2 ms; a query
     that would wait (for its index to take in another process's bulk save, or
     for a lock) runs on the pool.
@@ -286,7 +288,7 @@ class ContextForge:
         if not prepared:
             return []
         vectors = await self._item_vectors(prepared, given)
-        saving = _call(lambda: self._engine.save_detailed(prepared, vectors))
+        saving = _call(partial(self._engine.save_detailed, prepared, vectors))
         # The engine has taken its own copy: let this one go while it saves.
         del prepared, given, vectors
         saved = await saving

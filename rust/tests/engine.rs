@@ -1,5 +1,6 @@
 //! End-to-end tests of the engine through its public Rust API, on real files.
 
+use _core::render::Order;
 use _core::{Config, Engine, Error, Hit, ListFilter, NewEntry, Patch, Query};
 
 const DAY: i64 = 86_400_000_000;
@@ -624,10 +625,13 @@ fn a_query_that_must_not_wait_declines_a_bulk_catch_up_and_answers_otherwise() {
     let bulk_ids = b.save_many(bulk).unwrap();
     assert!(a.try_query_timed(&ask("marker1000")).unwrap().is_none());
     assert!(a.try_query_timed(&ask("marker1000")).unwrap().is_none(), "the decline changed nothing");
+    assert!(a.try_context(&ask("marker1000"), Order::default()).unwrap().is_none());
     assert_eq!(query(&a, "marker1000", Some("s")), vec![bulk_ids[999]]);
     // Caught up by the query that may wait, it answers again.
     let (hits, _) = a.try_query_timed(&ask("marker7")).unwrap().expect("caught up");
     assert_eq!(ids(hits), vec![bulk_ids[6]]);
+    let block = a.try_context(&ask("marker7"), Order::default()).unwrap().expect("caught up");
+    assert!(block.text.contains("marker7 from b"), "{}", block.text);
 
     // Invalid input is an error either way.
     assert!(matches!(a.try_query_timed(&Query::new("marker0", 0)), Err(Error::InvalidInput(_))));

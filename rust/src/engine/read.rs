@@ -307,6 +307,13 @@ impl Engine {
         render(hits, order, query.budget, &self.tokens)
     }
 
+    /// `context` for a caller that must not wait: `None` when
+    /// `try_query_timed` would say so.
+    pub fn try_context(&self, query: &Query, order: Order) -> Result<Option<Context>> {
+        let Some((hits, _)) = self.try_query_timed(query)? else { return Ok(None) };
+        render(hits, order, query.budget, &self.tokens).map(Some)
+    }
+
     /// Entries by id, in the order asked; `None` for ids that do not exist.
     pub fn get_many(&self, ids: &[i64]) -> Result<Vec<Option<Hit>>> {
         self.check_open()?;

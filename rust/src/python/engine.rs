@@ -366,7 +366,10 @@ impl Engine {
         let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
         let filters = Filters { kinds, session_id, since, until, metadata };
         let query = filters.query(text, scopes, budget, now, depth, injection, false, vector(embedding));
-        awaitable(py, move || Ok(Context::from(core.context(&query, order)?)))
+        quick(py, move |may_wait| {
+            let context = if may_wait { core.context(&query, order).map(Some) } else { core.try_context(&query, order) };
+            context.transpose().map(|context| context.map(Context::from))
+        })
     }
 
     fn get_many<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyAny>> {
