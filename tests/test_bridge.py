@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from contextforge import ContextForge, InvalidInputError, NotFound, _convert
 
@@ -145,8 +149,59 @@ async def ticks_while(body: Callable[[], Awaitable[object]]) -> int:
     return during
 
 
-async def test_queries_back_to_back_still_give_the_loop_turns(cf: ContextForge) -> None:
-    await cf.save_many([{"content": f"note {i} about the deploy", "scope": "s"} for i in range(200)])
+FREE_LOOP_QUERY = """
+import asyncio, os, sys
+os.sched_setaffinity(0, {0})
+from contextforge import ContextForge
+
+async def main():
+    cf = await ContextForge.open(sys.argv[1])
+    await cf.save("a note about the deploy", scope="s")
+    query = cf.query("deploy", "s", 100)
+    try:
+        query.send(None)  # what awaiting it does first
+    except StopIteration as done:
+        print("answered", [h.content for h in done.value])
+    else:
+        query.close()
+        print("suspended")
+    await cf.close()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
+def test_a_query_on_a_free_loop_runs_on_the_loops_own_thread(tmp_path: Path) -> None:
+    # On one CPU nothing waits awake for a worker, so a call sent to one always
+    # suspends the task: answering without suspending means the loop's own
+    # thread ran the query.
+    done = subprocess.run(
+        [sys.executable, "-c", FREE_LOOP_QUERY, str(tmp_path / "m.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "answered ['a note about the deploy']"
+
+
+@pytest_asyncio.fixture(params=["file", "memory"])
+async def file_or_memory(
+    request: pytest.FixtureRequest, db_path: str
+) -> AsyncIterator[ContextForge]:
+    """A file store (queries run on the loop's thread) or an in-memory one (on workers)."""
+    store = await ContextForge.open(db_path if request.param == "file" else ":memory:")
+    yield store
+    await store.close()
+
+
+@pytest.mark.parametrize("python_ms", [0.0, 1.5])
+async def test_queries_back_to_back_still_give_the_loop_turns(
+    file_or_memory: ContextForge, python_ms: float
+) -> None:
+    cf = file_or_memory
+    await cf.save_many([{"content": f"note {i} about deploys", "scope": "s"} for i in range(200)])
     loop = asyncio.get_running_loop()
     done = 0
 
@@ -154,11 +209,15 @@ async def test_queries_back_to_back_still_give_the_loop_turns(cf: ContextForge) 
         nonlocal done
         until = loop.time() + 0.3
         while loop.time() < until:
-            assert len(await cf.query("deploy", "s", 2048)) > 0
+            busy_until = time.perf_counter() + python_ms / 1000
+            while time.perf_counter() < busy_until:  # Python work, as building a prompt
+                pass
+            assert len(await cf.query("deploys", "s", 2048)) > 0
             done += 1
 
-    # Each query here may complete without suspending; the loop still gets a
-    # turn every few milliseconds, so the timer keeps firing.
+    # Each query here may complete without suspending (run on the loop's
+    # thread, or taken straight from a worker); the loop still gets a turn
+    # every few milliseconds, so the timer keeps firing.
     assert await ticks_while(query_for_300_ms) >= 10
     assert done > 10
 

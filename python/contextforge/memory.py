@@ -42,10 +42,10 @@ class ContextForge:
     One exception, for speed: a ``query`` (or ``context``) on a local file,
     awaited while the loop has nothing else ready to run, runs on the loop's own
     thread when it can answer at once (as a query usually can, in well under a
-    millisecond).
-    Queries run that way back to back give the loop a turn every 2 ms; a query
-    that would wait (for its index to take in another process's bulk save, or
-    for a lock) runs on the pool.
+    millisecond). A query that would first have to index more than a few
+    changes from other processes, or wait for another thread applying changes,
+    runs on the pool. Calls answered without suspending give the loop a turn
+    once they have held it for 2 ms since its last one.
     """
 
     __slots__ = ("_config", "_engine")

@@ -40,6 +40,10 @@ const WRITER_MEMORY: usize = 64 * 1024 * 1024;
 const PAGE: usize = 10_000;
 /// Batches at least this large skip the tail and go straight into one commit.
 const BULK_CHANGES: usize = 1_000;
+/// The most changes a caller that must not wait (`try_sync`) applies itself:
+/// a few other writers' saves, analysed into the tail in well under a
+/// millisecond. More wait for a worker.
+const NO_WAIT_CHANGES: usize = 64;
 /// The most changes of a bulk batch that go into one index commit: fewer
 /// commits cost less time and leave fewer segments to merge, but tantivy holds
 /// a commit's postings in memory (100,000 changes in one commit grew a bulk
@@ -283,20 +287,20 @@ impl SearchIndex {
 
     /// `sync` for a caller that must not wait: false, having applied nothing,
     /// when another thread is applying changes (a bulk save's indexing holds
-    /// that for seconds) or when `BULK_CHANGES` or more wait, which would go
-    /// into index commits rather than the tail.
+    /// that for seconds) or when `NO_WAIT_CHANGES` or more wait. It still takes
+    /// the locks that guard the view, which are only ever held briefly.
     pub fn try_sync(&self, store: &Store) -> Result<bool> {
         let behind = store.head()? - self.applied();
         if behind <= 0 {
             return Ok(true);
         }
-        if behind >= BULK_CHANGES as i64 {
+        if behind >= NO_WAIT_CHANGES as i64 {
             return Ok(false);
         }
         let Some(_order) = self.apply_lock.try_lock() else { return Ok(false) };
         // Read again under the lock: more may have come since `head`.
-        let changes = store.changes_since(self.applied(), BULK_CHANGES)?;
-        if changes.len() >= BULK_CHANGES {
+        let changes = store.changes_since(self.applied(), NO_WAIT_CHANGES)?;
+        if changes.len() >= NO_WAIT_CHANGES {
             return Ok(false);
         }
         self.apply(store, changes, &mut Neighbours::default())?;

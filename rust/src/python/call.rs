@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::IntoPyObjectExt;
@@ -176,16 +177,16 @@ pub(super) struct Inbox {
     signalled: AtomicBool,
     writer: Mutex<PipeWriter>,
     reader: Mutex<PipeReader>,
-    /// When the current streak of calls run on the loop's thread began, and
-    /// when its last call ended.
-    held: Mutex<Option<(Instant, Instant)>>,
+    /// Since when calls run on the loop's thread have held it without the loop
+    /// getting a turn; `None` once it has had one.
+    held_since: Mutex<Option<Instant>>,
+    /// Set while a `Turn` waits in the loop's ready queue.
+    turn_pending: AtomicBool,
 }
 
-/// The longest calls run back to back on the loop's thread hold it before it
-/// gets a turn to poll I/O, run timers and other tasks.
+/// The longest calls run on the loop's thread hold it, between the loop's
+/// turns, before one gives it a turn to poll I/O, run timers and other tasks.
 const HOLD: Duration = Duration::from_millis(2);
-/// Calls on the loop's thread this close together count as back to back.
-const GAP: Duration = Duration::from_millis(1);
 
 impl Inbox {
     pub fn in_flight(&self) -> usize {
@@ -197,23 +198,35 @@ impl Inbox {
         self.signalled.load(Ordering::Acquire) || !self.queue.lock().is_empty()
     }
 
-    /// Notes a call that ran on the loop's thread from `began` to `ended`;
-    /// true when calls run there back to back have now held the loop for
-    /// `HOLD` or more, and it should get a turn (the streak then starts over).
-    pub fn held_too_long(&self, began: Instant, ended: Instant) -> bool {
-        let mut held = self.held.lock();
-        let since = match *held {
-            Some((since, last)) if began.saturating_duration_since(last) < GAP => since,
-            _ => began,
-        };
-        let too_long = ended.saturating_duration_since(since) >= HOLD;
-        *held = (!too_long).then_some((since, ended));
-        too_long
+    /// Whether our `Turn` waits in the loop's ready queue (it is not other
+    /// work: the loop is still free for a call).
+    pub fn turn_pending(&self) -> bool {
+        self.turn_pending.load(Ordering::Acquire)
     }
 
-    /// The loop is getting a turn: a streak of calls on its thread is over.
-    pub fn loop_turned(&self) {
-        *self.held.lock() = None;
+    /// Notes a call that ran on the loop's thread since `began`; true once such
+    /// calls have held the loop for `HOLD` since its last turn, so this one
+    /// should give it a turn. The first call after a turn leaves a `Turn` in the
+    /// loop's ready queue: the loop running it ends the streak.
+    pub fn held_too_long(self: &Arc<Self>, event_loop: &Bound<'_, PyAny>, began: Instant) -> bool {
+        let since = *self.held_since.lock().get_or_insert(began);
+        if !self.turn_pending.swap(true, Ordering::AcqRel) {
+            let py = event_loop.py();
+            let queued = Py::new(py, Turn { inbox: Arc::clone(self) })
+                .and_then(|turn| event_loop.call_method1(intern!(py, "call_soon"), (turn,)));
+            if queued.is_err() {
+                // The loop is closing: give it the turn now.
+                self.turned();
+                return true;
+            }
+        }
+        since.elapsed() >= HOLD
+    }
+
+    /// The loop has had a turn.
+    fn turned(&self) {
+        *self.held_since.lock() = None;
+        self.turn_pending.store(false, Ordering::Release);
     }
 
     /// A call's result was taken.
@@ -249,6 +262,20 @@ impl Inbox {
     }
 }
 
+/// Left in the loop's ready queue by a call that ran on the loop's thread; the
+/// loop running it means the loop has had a turn.
+#[pyclass(frozen)]
+struct Turn {
+    inbox: Arc<Inbox>,
+}
+
+#[pymethods]
+impl Turn {
+    fn __call__(&self) {
+        self.inbox.turned();
+    }
+}
+
 /// The loop's watcher: called by asyncio when the inbox's pipe is readable.
 #[pyclass(frozen)]
 struct Drain {
@@ -281,7 +308,8 @@ fn inbox(event_loop: &Bound<'_, PyAny>) -> Option<Arc<Inbox>> {
         signalled: AtomicBool::new(false),
         writer: Mutex::new(writer),
         reader: Mutex::new(reader),
-        held: Mutex::new(None),
+        held_since: Mutex::new(None),
+        turn_pending: AtomicBool::new(false),
     });
     let py = event_loop.py();
     // The entry must go when the loop does: another loop may later live at the

@@ -17,8 +17,12 @@
 //! without waiting; otherwise it goes to a worker as above. Two tasks querying
 //! at once then keep both cores on queries, the loop's thread and one worker,
 //! instead of three threads (the loop and two workers) taking turns on two
-//! cores and paying a wake-up for every result. Calls run back to back on the
-//! loop's thread yield to it once they have held it for `call::HOLD`.
+//! cores and paying a wake-up for every result.
+//!
+//! A call answered without suspending the task (either way above) holds the
+//! loop. Once such calls have held it for `call::HOLD` since its last turn
+//! (whatever Python ran between them), the next one settles its future and
+//! yields it instead, so the loop polls I/O and runs timers and other tasks.
 //!
 //! The wait yields the CPU on every turn rather than spinning in place: when
 //! other processes keep every core busy, a waiter that held its core would
@@ -84,15 +88,6 @@ impl Handoff {
     }
 }
 
-/// How a `quick` call started.
-enum Started {
-    /// It ran here; `__next__` raises this to return its value or error.
-    Answered(PyErr),
-    /// It ran here and settled the future, to give the loop a turn.
-    Settled,
-    OnWorker,
-}
-
 /// The Python references are options so that the garbage collector can
 /// break a cycle through them (future -> task -> coroutine -> this).
 #[pyclass(module = "contextforge._core")]
@@ -122,43 +117,59 @@ impl Pending {
     /// Whether the loop has nothing ready to run (not even a result of ours to
     /// settle), so a call may hold it.
     fn loop_is_free(&self, py: Python<'_>) -> bool {
-        !self.inbox.has_results() && self.ready_is_empty(py)
+        !self.inbox.has_results() && self.nothing_else_ready(py)
     }
 
-    fn ready_is_empty(&self, py: Python<'_>) -> bool {
+    /// Whether the loop's ready queue holds nothing but, maybe, our `Turn`.
+    fn nothing_else_ready(&self, py: Python<'_>) -> bool {
+        let ours = usize::from(self.inbox.turn_pending());
         self.event_loop.as_ref().is_some_and(|event_loop| {
             event_loop
                 .bind(py)
                 .getattr(intern!(py, "_ready"))
                 .and_then(|ready| ready.len())
-                .is_ok_and(|n| n == 0)
+                .is_ok_and(|n| n <= ours)
         })
     }
 
     /// Runs the `quick` call here when the loop is free and it can answer at
-    /// once; otherwise starts it on a worker.
-    fn start_quick(&mut self, py: Python<'_>, mut job: Quick) -> PyResult<Started> {
+    /// once, and returns its outcome with when it began; otherwise starts it
+    /// on a worker.
+    fn start_quick(&mut self, py: Python<'_>, mut job: Quick) -> PyResult<Option<(Outcome, Instant)>> {
         if self.loop_is_free(py) {
             let began = Instant::now();
             if let Some(outcome) = py.detach(|| job(false)) {
-                let held_too_long = self.inbox.held_too_long(began, Instant::now());
-                let (ok, value) = outcome(py);
-                if !held_too_long {
-                    return Ok(Started::Answered(finished(py, ok, value)));
-                }
-                settle(self.future(py)?, ok, value.into_bound(py))?;
-                return Ok(Started::Settled);
+                return Ok(Some((outcome, began)));
             }
         }
         let target = self.future(py)?.clone().unbind();
         start_quick(&self.inbox, &self.handoff, target, job);
-        Ok(Started::OnWorker)
+        Ok(None)
+    }
+
+    /// Returns a call's outcome without suspending the task, unless calls
+    /// answered that way have held the loop for `call::HOLD` since its last
+    /// turn: then the future is settled with it and the loop gets a turn first.
+    fn answer(&mut self, py: Python<'_>, outcome: Outcome, began: Instant) -> PyResult<Py<PyAny>> {
+        let held_too_long = self
+            .event_loop
+            .as_ref()
+            .is_none_or(|event_loop| self.inbox.held_too_long(event_loop.bind(py), began));
+        let (ok, value) = outcome(py);
+        if !held_too_long {
+            return Err(if ok {
+                PyStopIteration::new_err((value,))
+            } else {
+                PyErr::from_value(value.into_bound(py))
+            });
+        }
+        settle(self.future(py)?, ok, value.into_bound(py))?;
+        self.yield_future(py)
     }
 
     /// Gives the loop a turn: the task resumes when the future is done.
     fn yield_future(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.event_loop = None;
-        self.inbox.loop_turned();
         let future = self.future(py)?;
         future.setattr(intern!(py, "_asyncio_future_blocking"), true)?;
         Ok(future.clone().unbind())
@@ -167,7 +178,7 @@ impl Pending {
     /// Whether the loop has nothing but this call to wait for, and there is a
     /// second core for the worker while this thread waits.
     fn loop_is_idle(&self, py: Python<'_>) -> bool {
-        crate::runtime::cores() > 1 && self.inbox.in_flight() == 1 && self.ready_is_empty(py)
+        crate::runtime::cores() > 1 && self.inbox.in_flight() == 1 && self.nothing_else_ready(py)
     }
 
     fn future<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyAny>> {
@@ -196,12 +207,11 @@ impl Pending {
         }
         self.started = true;
         if let Some(job) = self.quick.get_mut().take() {
-            match self.start_quick(py, job)? {
-                Started::Answered(done) => return Err(done),
-                Started::Settled => return self.yield_future(py),
-                Started::OnWorker => {}
+            if let Some((outcome, began)) = self.start_quick(py, job)? {
+                return self.answer(py, outcome, began);
             }
         }
+        let began = Instant::now();
         let direct = if self.loop_is_idle(py) {
             let handoff = Arc::clone(&self.handoff);
             py.detach(move || handoff.wait())
@@ -210,8 +220,7 @@ impl Pending {
         };
         if let Some(outcome) = direct {
             self.inbox.finished();
-            let (ok, value) = outcome(py);
-            return Err(finished(py, ok, value));
+            return self.answer(py, outcome, began);
         }
         self.yield_future(py)
     }
@@ -229,15 +238,6 @@ impl Pending {
     fn __clear__(&mut self) {
         self.future = None;
         self.event_loop = None;
-    }
-}
-
-/// What `__next__` raises to return a call's value (or its error) at once.
-fn finished(py: Python<'_>, ok: bool, value: Py<PyAny>) -> PyErr {
-    if ok {
-        PyStopIteration::new_err((value,))
-    } else {
-        PyErr::from_value(value.into_bound(py))
     }
 }
 
