@@ -36,23 +36,28 @@ WRITER = textwrap.dedent(
 def run_and_kill(path: str, start: int, after: float) -> dict[int, int]:
     """Runs the writer, SIGKILLs it after `after` seconds, returns acked {i: id}."""
     acked: dict[int, int] = {}
+
+    def take(line: str) -> bool:
+        """Records an acknowledgement; false for a line the kill cut short."""
+        if not line.endswith("\n"):
+            return False
+        fields = line.split()
+        assert len(fields) == 2, f"unexpected output from the writer: {line!r}"
+        acked[int(fields[0])] = int(fields[1])
+        return True
+
     with subprocess.Popen(
         [sys.executable, "-c", WRITER, path, str(start)], stdout=subprocess.PIPE, text=True
     ) as proc:
         assert proc.stdout is not None
         deadline = time.monotonic() + after
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            i, entry_id = map(int, line.split())
-            acked[i] = entry_id
+        while time.monotonic() < deadline and take(proc.stdout.readline()):
+            pass
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         # Lines printed before the kill were acknowledged too.
         for line in proc.stdout:
-            i, entry_id = map(int, line.split())
-            acked[i] = entry_id
+            take(line)
     return acked
 
 
