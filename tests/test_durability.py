@@ -25,7 +25,10 @@ WRITER = textwrap.dedent(
         i = start
         while True:
             entry_id = await cf.save(f"crashprobe{i} payload words", scope=f"s{i % 3}")
-            print(i, entry_id, flush=True)
+            # One write: under PYTHONUNBUFFERED, print() writes each piece
+            # separately, and a kill between them cuts the line.
+            sys.stdout.write(f"{i} {entry_id}\\n")
+            sys.stdout.flush()
             i += 1
 
     asyncio.run(main(sys.argv[1], int(sys.argv[2])))
