@@ -152,8 +152,8 @@ impl Engine {
     }
 
     /// `follow` without waiting: false when it would wait for another thread
-    /// (one indexing a bulk save), index a bulk of changes, or go over the
-    /// network. Only a local file qualifies: an in-memory store reads through
+    /// (one indexing a bulk save), catch up on more than a few changes, or go
+    /// over the network. Only a local file qualifies: an in-memory store reads through
     /// the writer's one connection, which a bulk save holds.
     fn follow_now(&self) -> Result<bool> {
         if !self.store.is_file() {

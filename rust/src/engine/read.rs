@@ -135,8 +135,8 @@ impl Engine {
 
     /// `query_timed` for a caller that must not wait, such as an event loop's
     /// own thread: `None`, having changed nothing, when answering would first
-    /// wait for another thread or the network, or index a bulk of changes
-    /// (see `follow_now`).
+    /// wait for another thread or the network, or catch up on more than a few
+    /// changes (see `follow_now`).
     pub fn try_query_timed(&self, query: &Query) -> Result<Option<(Vec<Hit>, Timings)>> {
         let started = Instant::now();
         self.check_open()?;

@@ -4,7 +4,7 @@
 //! closure on a worker thread (`workers`), without the GIL, and returns a
 //! `handoff::Pending`: awaited while the loop has nothing else to run, it waits
 //! awake for the result for a moment and takes it straight from the worker.
-//! A `quick` call (a query) is started only when awaited, and then, if the loop
+//! A `quick` call (a query or a context block) is started only when awaited, and then, if the loop
 //! is free and the call can answer without waiting, runs on the loop's own
 //! thread, still without the GIL (see `handoff`).
 //! Otherwise the finished result goes into the loop's inbox, a queue beside a

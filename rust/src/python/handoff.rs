@@ -135,7 +135,7 @@ impl Pending {
     /// Runs the `quick` call here when the loop is free and it can answer at
     /// once, and returns its outcome with when it began; otherwise starts it
     /// on a worker.
-    fn start_quick(&mut self, py: Python<'_>, mut job: Quick) -> PyResult<Option<(Outcome, Instant)>> {
+    fn run_quick(&mut self, py: Python<'_>, mut job: Quick) -> PyResult<Option<(Outcome, Instant)>> {
         if self.loop_is_free(py) {
             let began = Instant::now();
             if let Some(outcome) = py.detach(|| job(false)) {
@@ -207,7 +207,7 @@ impl Pending {
         }
         self.started = true;
         if let Some(job) = self.quick.get_mut().take() {
-            if let Some((outcome, began)) = self.start_quick(py, job)? {
+            if let Some((outcome, began)) = self.run_quick(py, job)? {
                 return self.answer(py, outcome, began);
             }
         }
