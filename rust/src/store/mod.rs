@@ -76,8 +76,24 @@ pub struct Store {
     /// Idle read connections; unused for `":memory:"`, where every connection
     /// would open a different database.
     readers: Option<Mutex<Vec<Conn>>>,
+    /// For a file store, the one read connection that maps the file into
+    /// memory: fetching entries by id (a query's hits) reads pages in place
+    /// instead of copying each from the kernel. One, because each connection
+    /// maps the file on its own and resident memory would count a page once per
+    /// mapping; a lookup that finds it busy takes a plain reader. Scans (the
+    /// index reading the change log, listing) keep to `readers`, so they never
+    /// map the whole file.
+    lookup: Option<Mutex<Lookup>>,
     busy_timeout: Duration,
     kind: Kind,
+}
+
+/// The memory-mapped lookup connection's state.
+enum Lookup {
+    Unopened,
+    Idle(Conn),
+    /// In use by another thread.
+    Busy,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +125,7 @@ impl Store {
             db,
             writer: Mutex::new(writer),
             readers: (kind != Kind::Memory).then(|| Mutex::new(Vec::new())),
+            lookup: (kind == Kind::File).then(|| Mutex::new(Lookup::Unopened)),
             busy_timeout,
             kind,
         })
@@ -127,6 +144,12 @@ impl Store {
     fn connect(&self) -> Result<Conn> {
         let conn = Conn::new(self.db.connect()?, !self.is_remote());
         configure(&conn, self.busy_timeout, self.kind)?;
+        Ok(conn)
+    }
+
+    fn connect_mapped(&self) -> Result<Conn> {
+        let conn = self.connect()?;
+        block_on(conn.execute_batch(&format!("PRAGMA mmap_size = {MAPPED_BYTES};")))?;
         Ok(conn)
     }
 
@@ -170,6 +193,26 @@ impl Store {
         pool.lock().push(conn);
         result
     }
+
+    /// `with_reader` on the connection that maps the file, when it is idle, for
+    /// reads of a few rows by key.
+    fn with_lookup<T>(&self, f: impl Fn(&Conn) -> Result<T>) -> Result<T> {
+        let Some(slot) = &self.lookup else { return self.with_reader(f) };
+        let conn = match std::mem::replace(&mut *slot.lock(), Lookup::Busy) {
+            Lookup::Idle(conn) => conn,
+            Lookup::Unopened => match self.connect_mapped() {
+                Ok(conn) => conn,
+                Err(err) => {
+                    *slot.lock() = Lookup::Unopened;
+                    return Err(err);
+                }
+            },
+            Lookup::Busy => return self.with_reader(f),
+        };
+        let result = f(&conn);
+        *slot.lock() = Lookup::Idle(conn);
+        result
+    }
 }
 
 #[cfg(feature = "remote")]
@@ -204,6 +247,12 @@ fn configure(conn: &libsql::Connection, busy_timeout: Duration, kind: Kind) -> R
     }
     Ok(())
 }
+
+/// How much of a file store a lookup connection maps (SQLite's `mmap_size`):
+/// pages past it are read as before. Mapped pages a query touched count in the
+/// process's resident memory while the kernel keeps them cached, but they are
+/// the page cache's, shared and dropped under memory pressure.
+const MAPPED_BYTES: u64 = 256 << 20;
 
 pub fn now_micros() -> Micros {
     SystemTime::now()

@@ -85,7 +85,7 @@ impl Store {
                 (format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id {list}"), params)
             })
             .collect();
-        let entries = self.with_reader(|conn| {
+        let entries = self.with_lookup(|conn| {
             block_on(async {
                 let mut entries = Vec::with_capacity(ids.len());
                 if let [(sql, params)] = statements.as_slice() {
