@@ -96,6 +96,23 @@ enum Lookup {
     Busy,
 }
 
+/// The mapped connection while a lookup uses it: given back when dropped, or,
+/// if the lookup panicked, closed so that the next lookup opens another.
+struct Lent<'a> {
+    slot: &'a Mutex<Lookup>,
+    /// `Some` until dropped.
+    conn: Option<Conn>,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        *self.slot.lock() = match self.conn.take() {
+            Some(conn) if !std::thread::panicking() => Lookup::Idle(conn),
+            _ => Lookup::Unopened,
+        };
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Memory,
@@ -209,9 +226,8 @@ impl Store {
             },
             Lookup::Busy => return self.with_reader(f),
         };
-        let result = f(&conn);
-        *slot.lock() = Lookup::Idle(conn);
-        result
+        let lent = Lent { slot, conn: Some(conn) };
+        f(lent.conn.as_ref().expect("a lent connection is held until dropped"))
     }
 }
 
@@ -262,4 +278,64 @@ pub fn now_micros() -> Micros {
 
 fn invalid_op(op: i64) -> Error {
     Error::Incompatible(format!("unknown change op {op}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(content: &str) -> PreparedEntry {
+        PreparedEntry {
+            content: content.to_owned(),
+            kind: "note".to_owned(),
+            scope: Some("s".to_owned()),
+            session_id: None,
+            metadata: None,
+            timestamp: 1,
+            tokens: 3,
+            expires_at: None,
+            dedup_key: None,
+            embedding: None,
+            risk_stamp: 0,
+        }
+    }
+
+    #[test]
+    fn a_lookup_reads_the_same_rows_through_the_mapped_connection_or_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&Config::new(dir.path().join("m.db").to_string_lossy())).unwrap();
+        let (written, _) = store.insert(&[entry("first"), entry("second")], None).unwrap();
+        let ids: Vec<i64> = written.iter().map(|w| w.id).collect();
+        let contents = |got: Vec<Option<Entry>>| -> Vec<String> {
+            got.into_iter().map(|e| e.map_or_else(|| "-".to_owned(), |e| e.content)).collect()
+        };
+        let asked = [ids[1], 999, ids[0]];
+        let want = vec!["second".to_owned(), "-".to_owned(), "first".to_owned()];
+        assert_eq!(contents(store.fetch(&asked).unwrap()), want);
+        assert!(matches!(*store.lookup.as_ref().unwrap().lock(), Lookup::Idle(_)));
+        // While the mapped connection is held, a lookup reads through a plain reader.
+        let inner = store.with_lookup(|_| store.fetch(&asked)).unwrap();
+        assert_eq!(contents(inner), want);
+        assert!(matches!(*store.lookup.as_ref().unwrap().lock(), Lookup::Idle(_)));
+        // The mapped connection sees a write made after it was opened.
+        let (later, _) = store.insert(&[entry("third")], None).unwrap();
+        assert_eq!(contents(store.fetch(&[later[0].id]).unwrap()), vec!["third".to_owned()]);
+        // A lookup that panics leaves no connection lent out forever.
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.with_lookup(|_| -> Result<()> { panic!("a lookup failed midway") })
+        }));
+        assert!(panicked.is_err());
+        assert!(matches!(*store.lookup.as_ref().unwrap().lock(), Lookup::Unopened));
+        assert_eq!(contents(store.fetch(&asked).unwrap()), want);
+        assert!(matches!(*store.lookup.as_ref().unwrap().lock(), Lookup::Idle(_)));
+    }
+
+    #[test]
+    fn only_a_file_store_maps_its_lookups() {
+        let memory = Store::open(&Config::new(":memory:")).unwrap();
+        assert!(memory.lookup.is_none());
+        let (written, _) = memory.insert(&[entry("kept in memory")], None).unwrap();
+        let got = memory.fetch(&[written[0].id]).unwrap();
+        assert_eq!(got[0].as_ref().map(|e| e.content.as_str()), Some("kept in memory"));
+    }
 }
