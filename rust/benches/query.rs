@@ -2,6 +2,10 @@
 //! `benchmarks/overhead.py` compares the Python-visible time against.
 //!
 //! `cargo bench --bench query` (set CF_BENCH_N for the store size, default 100k).
+//! It also times the same queries from two threads at once: what a second core
+//! adds to the engine alone on this machine.
+
+use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
@@ -54,6 +58,28 @@ fn bench(c: &mut Criterion) {
             i += 1;
             let hits = engine.query(&Query::new(text.clone(), 2048).in_scope(scope.clone()));
             std::hint::black_box(hits.expect("query"));
+        });
+    });
+    // The same queries from two threads at once, timed per query over both: the
+    // one-thread time above divided by this is what a second core adds to the
+    // engine alone. Two asyncio tasks cannot gain more, since they also run
+    // their Python on one thread.
+    c.bench_function(&format!("query_scoped_two_threads_n{n}"), |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            std::thread::scope(|s| {
+                for first in 0..2 {
+                    let (engine, queries) = (&engine, &queries);
+                    s.spawn(move || {
+                        for k in (first..iters).step_by(2) {
+                            let (text, scope) = &queries[k as usize % queries.len()];
+                            let hits = engine.query(&Query::new(text.clone(), 2048).in_scope(scope.clone()));
+                            std::hint::black_box(hits.expect("query"));
+                        }
+                    });
+                }
+            });
+            start.elapsed()
         });
     });
     c.bench_function(&format!("save_n{n}"), |b| {
