@@ -26,11 +26,10 @@ from collections import defaultdict
 from pathlib import Path
 
 import tantivy
+from contextforge import ContextForge
 from systems.base import DEPTH, Candidate, rank_and_pack
 from systems.tantivy_sqlite import TantivySqlite
 from workload import Workload, generate
-
-from contextforge import ContextForge
 
 
 def cpu_seconds() -> float:
@@ -62,7 +61,9 @@ async def ours(workload: Workload, folder: Path, rounds: int) -> None:
         for _ in range(rounds):
             for q in workload.queries:
                 start = time.perf_counter()
-                hits = await cf.query(q.text, q.scope, workload.budget, now=workload.now, explain=True)
+                hits = await cf.query(
+                    q.text, q.scope, workload.budget, now=workload.now, explain=True
+                )
                 seen = (time.perf_counter() - start) * 1e6
                 assert hits.timings is not None
                 for group in ("all", "scoped" if q.scope is not None else "unscoped"):
@@ -71,7 +72,9 @@ async def ours(workload: Workload, folder: Path, rounds: int) -> None:
                     parts[group]["search"].append(hits.timings["search_us"])
                     parts[group]["pack"].append(hits.timings["pack_us"])
         for group, samples in parts.items():
-            print(f"contextforge query µs, {group} ({len(samples['seen']) // rounds}): {medians(samples)}")
+            print(
+                f"contextforge query µs, {group} ({len(samples['seen']) // rounds}): {medians(samples)}"
+            )
 
 
 def theirs(workload: Workload, folder: Path, rounds: int) -> None:
@@ -80,7 +83,9 @@ def theirs(workload: Workload, folder: Path, rounds: int) -> None:
     wall, cpu = time.perf_counter(), cpu_seconds()
     system._ingest(workload.entries)
     wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
-    print(f"tantivy-py bulk save: {wall:.2f} s wall, {cpu:.2f} CPU-s ({len(workload.entries) / wall:,.0f} entries/s)")
+    print(
+        f"tantivy-py bulk save: {wall:.2f} s wall, {cpu:.2f} CPU-s ({len(workload.entries) / wall:,.0f} entries/s)"
+    )
     steps: dict[str, list[float]] = defaultdict(list)
     for _ in range(rounds):
         for q in workload.queries:
@@ -121,7 +126,9 @@ def theirs(workload: Workload, folder: Path, rounds: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
