@@ -97,9 +97,13 @@ impl SegmentTopK {
                 session: cols.session.get_val(doc),
             });
             if worst.is_some() {
-                self.heap.pop();
+                if let Some(mut top) = self.heap.peek_mut() {
+                    // The worst makes way, replaced in place: one sift down.
+                    *top = Reverse(candidate);
+                }
+            } else {
+                self.heap.push(Reverse(candidate));
             }
-            self.heap.push(Reverse(candidate));
         }
         self.threshold()
     }
