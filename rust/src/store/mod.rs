@@ -215,7 +215,9 @@ impl Store {
     /// reads of a few rows by key.
     fn with_lookup<T>(&self, f: impl Fn(&Conn) -> Result<T>) -> Result<T> {
         let Some(slot) = &self.lookup else { return self.with_reader(f) };
-        let conn = match std::mem::replace(&mut *slot.lock(), Lookup::Busy) {
+        // A statement of its own, so that the slot's lock is let go before `f` runs.
+        let state = std::mem::replace(&mut *slot.lock(), Lookup::Busy);
+        let conn = match state {
             Lookup::Idle(conn) => conn,
             Lookup::Unopened => match self.connect_mapped() {
                 Ok(conn) => conn,
@@ -313,9 +315,19 @@ mod tests {
         let want = vec!["second".to_owned(), "-".to_owned(), "first".to_owned()];
         assert_eq!(contents(store.fetch(&asked).unwrap()), want);
         assert!(matches!(*store.lookup.as_ref().unwrap().lock(), Lookup::Idle(_)));
-        // While the mapped connection is held, a lookup reads through a plain reader.
-        let inner = store.with_lookup(|_| store.fetch(&asked)).unwrap();
-        assert_eq!(contents(inner), want);
+        // The lookup connection maps the file; while it is held, a lookup reads
+        // through a plain reader, which does not.
+        let mapped = |conn: &Conn| -> Result<i64> {
+            block_on(async {
+                let mut rows = conn.query_kept("PRAGMA mmap_size", ()).await?;
+                Ok(rows.next().await?.map_or(0, |row| row.get::<i64>(0).unwrap_or(0)))
+            })
+        };
+        let (outer, (inner, beside)) = store
+            .with_lookup(|conn| Ok((mapped(conn)?, store.with_lookup(|c| Ok((mapped(c)?, store.fetch(&asked)?)))?)))
+            .unwrap();
+        assert_eq!((outer, inner), (MAPPED_BYTES as i64, 0));
+        assert_eq!(contents(beside), want);
         assert!(matches!(*store.lookup.as_ref().unwrap().lock(), Lookup::Idle(_)));
         // The mapped connection sees a write made after it was opened.
         let (later, _) = store.insert(&[entry("third")], None).unwrap();
