@@ -48,16 +48,20 @@ fn store(n: usize) -> (Engine, Vec<(String, String)>, tempfile::TempDir) {
     (engine, queries, dir)
 }
 
+/// One scoped query with a 2,048-token budget.
+fn ask(engine: &Engine, (text, scope): &(String, String)) {
+    let hits = engine.query(&Query::new(text.clone(), 2048).in_scope(scope.clone()));
+    std::hint::black_box(hits.expect("query"));
+}
+
 fn bench(c: &mut Criterion) {
     let n: usize = std::env::var("CF_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let (engine, queries, _dir) = store(n.max(10_000));
     let mut i = 0;
     c.bench_function(&format!("query_scoped_n{n}"), |b| {
         b.iter(|| {
-            let (text, scope) = &queries[i % queries.len()];
+            ask(&engine, &queries[i % queries.len()]);
             i += 1;
-            let hits = engine.query(&Query::new(text.clone(), 2048).in_scope(scope.clone()));
-            std::hint::black_box(hits.expect("query"));
         });
     });
     // The same queries from two threads at once, timed per query over both: the
@@ -72,9 +76,7 @@ fn bench(c: &mut Criterion) {
                     let (engine, queries) = (&engine, &queries);
                     s.spawn(move || {
                         for k in (first..iters).step_by(2) {
-                            let (text, scope) = &queries[k as usize % queries.len()];
-                            let hits = engine.query(&Query::new(text.clone(), 2048).in_scope(scope.clone()));
-                            std::hint::black_box(hits.expect("query"));
+                            ask(engine, &queries[k as usize % queries.len()]);
                         }
                     });
                 }
