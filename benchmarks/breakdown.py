@@ -7,8 +7,8 @@ For contextforge: the query latency an asyncio caller sees, the engine's own
 time, and its search and pack parts (`explain=True` timings), for scoped and
 unscoped queries; and the wall and CPU seconds of the bulk save (CPU over both
 cores: what two cores could at best bring the wall time down to). For
-tantivy-py: the same queries taken apart step by step, as
-`systems/tantivy_sqlite.py` runs them: parsing, tantivy's search call, reading
+tantivy-py: the same queries taken apart into the steps
+`systems/tantivy_sqlite.py` runs them in: parsing, tantivy's search call, reading
 fast fields, ranking and packing in Python, reading the contents from SQLite.
 Medians over `--rounds` passes of every query. Build the extension with
 `make release` first for meaningful numbers.
@@ -25,9 +25,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import tantivy
 from contextforge import ContextForge
-from systems.base import DEPTH, Candidate, rank_and_pack
+from systems.base import rank_and_pack
 from systems.tantivy_sqlite import TantivySqlite
 from workload import Workload, generate
 
@@ -90,23 +89,11 @@ def theirs(workload: Workload, folder: Path, rounds: int) -> None:
     for _ in range(rounds):
         for q in workload.queries:
             t0 = time.perf_counter()
-            query = system.index.parse_query_lenient(q.text, ["content"])[0]
-            if q.scope is not None:
-                scoped = tantivy.Query.term_query(system.schema, "scope", q.scope)
-                query = tantivy.Query.boolean_query(
-                    [(tantivy.Occur.Must, query), (tantivy.Occur.Must, scoped)]
-                )
+            query = system.parse(q.text, q.scope)
             t1 = time.perf_counter()
-            hits = system.searcher.search(query, DEPTH, count=False).hits
+            hits = system.search(query)
             t2 = time.perf_counter()
-            addresses = [address for _, address in hits]
-            ids = system.searcher.fast_field_values("id", addresses)
-            stamps = system.searcher.fast_field_values("ts", addresses)
-            counts = system.searcher.fast_field_values("tokens", addresses)
-            candidates = [
-                Candidate(int(i or 0), score, float(ts or 0.0), int(n or 0))
-                for (score, _), i, ts, n in zip(hits, ids, stamps, counts)
-            ]
+            candidates = system.candidates(hits)
             t3 = time.perf_counter()
             packed = rank_and_pack(candidates, workload.now, workload.budget)
             t4 = time.perf_counter()

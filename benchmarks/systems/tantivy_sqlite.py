@@ -67,25 +67,35 @@ class TantivySqlite(SyncSystem):
         return self._ingest([entry])[0]
 
     def query_sync(self, text: str, scope: str | None, budget: int, now: float) -> list[Hit]:
-        query = self.index.parse_query_lenient(text, ["content"])[0]
-        if scope is not None:
-            scoped = tantivy.Query.term_query(self.schema, "scope", scope)
-            query = tantivy.Query.boolean_query(
-                [(tantivy.Occur.Must, query), (tantivy.Occur.Must, scoped)]
-            )
-        searcher = self.searcher
-        hits = searcher.search(query, DEPTH, count=False).hits
-        addresses = [address for _, address in hits]
-        ids = searcher.fast_field_values("id", addresses)
-        stamps = searcher.fast_field_values("ts", addresses)
-        counts = searcher.fast_field_values("tokens", addresses)
-        candidates = [
-            Candidate(int(i or 0), score, float(ts or 0.0), int(n or 0))
-            for (score, _), i, ts, n in zip(hits, ids, stamps, counts)
-        ]
+        candidates = self.candidates(self.search(self.parse(text, scope)))
         packed = rank_and_pack(candidates, now, budget)
         contents = self.store.contents([int(c.id) for c, _ in packed])
         return [Hit(c.id, score, c.tokens, contents[int(c.id)]) for c, score in packed]
+
+    # The steps of a query, apart so that `breakdown.py` can time each.
+
+    def parse(self, text: str, scope: str | None) -> tantivy.Query:
+        query = self.index.parse_query_lenient(text, ["content"])[0]
+        if scope is None:
+            return query
+        scoped = tantivy.Query.term_query(self.schema, "scope", scope)
+        return tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, query), (tantivy.Occur.Must, scoped)]
+        )
+
+    def search(self, query: tantivy.Query) -> list[tuple[float, tantivy.DocAddress]]:
+        return list(self.searcher.search(query, DEPTH, count=False).hits)
+
+    def candidates(self, hits: list[tuple[float, tantivy.DocAddress]]) -> list[Candidate]:
+        """Each hit with its id, timestamp and token count from the fast fields."""
+        addresses = [address for _, address in hits]
+        ids = self.searcher.fast_field_values("id", addresses)
+        stamps = self.searcher.fast_field_values("ts", addresses)
+        counts = self.searcher.fast_field_values("tokens", addresses)
+        return [
+            Candidate(int(i or 0), score, float(ts or 0.0), int(n or 0))
+            for (score, _), i, ts, n in zip(hits, ids, stamps, counts)
+        ]
 
     def _close(self) -> None:
         if self.writer is not None:
