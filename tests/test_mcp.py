@@ -1,11 +1,11 @@
 """``contextforge mcp``: the server started as a subprocess and driven by the MCP SDK's
-own clients (stdio, and streamable HTTP), with the store checked through the library."""
+own stdio client (or in process, over the SDK's memory streams), with the store checked
+through the library. Streamable HTTP is in test_mcp_http.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
-from contextforge import ContextForge
-from contextforge.mcp_server import ScopePolicy
+from contextforge import ContextForge, __version__
+from contextforge._core import Context
+from contextforge.mcp_server import ScopePolicy, build_server
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult, TextContent, TextResourceContents
+from mcp.shared.memory import create_connected_server_and_client_session
+from mcp.types import CallToolResult, InitializeResult, TextContent, TextResourceContents
 from pydantic import AnyUrl
 
 SERVER = ["-m", "contextforge.cli.main", "mcp"]
@@ -35,8 +35,9 @@ OUTSIDE = ["user:4", "user:420", "user:42:x", "team:a:x"]
 
 
 @asynccontextmanager
-async def connect(db: Path, *flags: str) -> AsyncIterator[ClientSession]:
-    """A session with ``contextforge mcp --db DB FLAGS`` over stdio."""
+async def handshake(db: Path, *flags: str) -> AsyncIterator[tuple[ClientSession, InitializeResult]]:
+    """A session with ``contextforge mcp --db DB FLAGS`` over stdio, and the server's
+    answer to ``initialize``."""
     params = StdioServerParameters(
         command=sys.executable, args=[*SERVER, "--db", str(db), *flags],
         env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")},
@@ -46,8 +47,14 @@ async def connect(db: Path, *flags: str) -> AsyncIterator[ClientSession]:
             stdio_client(params, errlog=log) as (read, write),
             ClientSession(read, write) as session,
         ):
-            await session.initialize()
-            yield session
+            yield session, await session.initialize()
+
+
+@asynccontextmanager
+async def connect(db: Path, *flags: str) -> AsyncIterator[ClientSession]:
+    """A session with ``contextforge mcp --db DB FLAGS`` over stdio."""
+    async with handshake(db, *flags) as (session, _):
+        yield session
 
 
 async def call(session: ClientSession, tool: str, **arguments: Any) -> CallToolResult:
@@ -80,7 +87,7 @@ async def seed(db: Path) -> dict[str | None, int]:
         ids = await store.save_many(
             [{"content": f"the secret of {scope or 'everyone'}", "scope": scope} for scope in scopes]
         )
-    return dict(zip(scopes, ids))
+    return dict(zip(scopes, map(int, ids)))
 
 
 async def snapshot(db: Path) -> list[tuple[Any, ...]]:
@@ -234,43 +241,6 @@ async def test_malformed_arguments_are_mcp_errors(db: Path) -> None:
     assert await snapshot(db) == before
 
 
-async def test_streamable_http(db: Path, tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    log = tmp_path / "http.log"
-    with log.open("w") as out:
-        server = await anyio.open_process(
-            [sys.executable, *SERVER, "--db", str(db), "--scope", "user:42", "--http",
-             "--port", str(port)], stdout=out, stderr=out,
-        )
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        with anyio.fail_after(60):
-            while True:
-                try:
-                    async with httpx.AsyncClient() as client:
-                        await client.get(url, timeout=1)
-                    break
-                except httpx.TransportError:
-                    assert server.returncode is None, log.read_text()
-                    await anyio.sleep(0.2)
-            async with (
-                streamable_http_client(url) as (read, write, _),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                assert {t.name for t in (await session.list_tools()).tools} == TOOLS
-                await result(session, "save_memory", content="served over http")
-                found = await result(session, "search_memory", query="http")
-                assert [h["content"] for h in found["hits"]] == ["served over http"]
-                await refused(session, "search_memory", query="http", scope="user:4")
-    finally:
-        server.terminate()
-        with anyio.fail_after(30):
-            await server.wait()
-
-
 @pytest.mark.parametrize(
     "flags",
     [[], ["--scope", "user:*"], ["--scope", ""], ["--scope-prefix", "team:%"]],
@@ -298,3 +268,63 @@ def test_policy_rules() -> None:
 
     trailing = ScopePolicy.create([], ["team:a:"], allow_global=False)
     assert trailing.allows("team:a:x") and not trailing.allows("team:a")
+
+
+async def test_server_reports_its_own_version(db: Path) -> None:
+    async with handshake(db, "--scope", "user:42") as (_, hello):
+        assert hello.serverInfo.name == "contextforge"
+        assert hello.serverInfo.version == __version__
+
+
+@pytest.mark.parametrize("before_command", [False, True])
+async def test_scrub_pii_redacts_what_the_tools_save(db: Path, before_command: bool) -> None:
+    flags = ["--scope", "user:42"]
+    server = [*SERVER, "--scrub-pii"] if not before_command else [*SERVER[:2], "--scrub-pii", "mcp"]
+    params = StdioServerParameters(
+        command=sys.executable, args=[*server, "--db", str(db), *flags],
+        env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+    )
+    with anyio.fail_after(60):
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            saved = await result(session, "save_memory",
+                                 content="send the invoice to alice.smith@example.com")
+            changed = await result(session, "update_memory", id=saved["id"],
+                                   content="no, to bob.jones@example.org instead",
+                                   metadata={"cc": "carol@example.net"})
+    for shown in (saved, changed):
+        assert "@example." not in json.dumps(shown)
+    async with await ContextForge.open(str(db)) as store:
+        [stored] = [h async for h in store.list()]
+    assert "@example." not in stored.content + json.dumps(stored.metadata)
+    assert "[REDACTED" in stored.content and stored.content.startswith("no, to ")
+
+
+class LeakyStore(ContextForge):
+    """A store whose searches ignore the scopes asked for, as one did with a search
+    index left from another database (issue 19 #1). The engine now refuses such
+    hits itself; this stands in for any future fault of the kind, so that what the
+    server returns never depends on the store filtering right."""
+
+    async def context(self, q: str, scope: Any = None, *args: Any, **kwargs: Any) -> Context:
+        return await super().context(q, list(await self.scopes()), *args, **kwargs)
+
+
+async def test_search_text_is_built_only_from_allowed_hits(tmp_path: Path) -> None:
+    async with await LeakyStore.open(str(tmp_path / "memory.db")) as store:
+        await store.save_many([
+            {"content": f"shopping list {n}: apples and {who}'s pears", "scope": f"user:{who}"}
+            for n in range(20) for who in ("alice", "bob")
+        ])
+        leaked = await store.context("shopping list apples", "user:bob", 4096)
+        assert {h.scope for h in leaked.hits} == {"user:alice", "user:bob"}  # the fault is live
+
+        policy = ScopePolicy.create(["user:bob"], [], allow_global=False)
+        async with create_connected_server_and_client_session(build_server(store, policy)) as session:
+            answer = await call(session, "search_memory", query="shopping list apples",
+                                budget=4096)
+    assert answer.isError and "outside this server's scopes" in text(answer)
+    assert "alice" not in json.dumps(answer.model_dump(mode="json"))

@@ -19,38 +19,61 @@ __all__ = ["mcp"]
               help="Allow every scope under PREFIX, e.g. 'team:a:' (repeatable).")
 @click.option("--allow-global", is_flag=True, help="Also allow global (unscoped) entries.")
 @click.option("--http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --http.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind with --http. Anything but a loopback address needs "
+                   "--insecure-no-auth.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True,
               help="Port with --http.")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="HOST[:PORT]",
+              help="With --http, also serve requests whose Host header names HOST (any port "
+                   "unless one is given). Repeatable. Loopback names are always served.")
+@click.option("--insecure-no-auth", is_flag=True,
+              help="With --http, allow a non-loopback --host although the server has no "
+                   "authentication: anyone who reaches it can read and change the memory.")
 @common_options(with_json=False)
 def mcp(
     scopes: tuple[str, ...], prefixes: tuple[str, ...], allow_global: bool, http: bool,
-    host: str, port: int,
+    host: str, port: int, allowed_hosts: tuple[str, ...], insecure_no_auth: bool,
 ) -> None:
     """Run an MCP server over stdio (or streamable HTTP with --http).
 
     The agent can read and change only the scopes given here: a tool call naming
     another scope is refused, and entries outside them are "not found". Calls that
-    name no scope use the first --scope.
+    name no scope use the first --scope. With --scrub-pii, what the tools save is
+    scrubbed of PII too.
 
-    --http serves http://HOST:PORT/mcp without authentication: keep it on
-    localhost or put it behind an authenticating proxy.
+    --http serves http://HOST:PORT/mcp without authentication, so HOST must be a
+    loopback address (put an authenticating proxy in front for remote agents)
+    unless --insecure-no-auth is given. Whatever HOST, a request is served only
+    when its Host header (and a browser's Origin) names 127.0.0.1, localhost,
+    [::1] or an --allowed-host, against DNS rebinding.
     """
     try:
         from ..mcp_server import ScopePolicy, serve
+        from ..mcp_server.http import check_bind, is_loopback, transport_security
     except ImportError as err:
         raise CliError(
             f"the MCP server needs the 'mcp' package: pip install 'contextforge[mcp]' ({err})"
         ) from None
+    if not http and (allowed_hosts or insecure_no_auth):
+        raise CliError("--allowed-host and --insecure-no-auth apply to --http only")
     try:
         policy = ScopePolicy.create(scopes, prefixes, allow_global=allow_global)
-    except ValueError as err:
+        if http:
+            check_bind(host, insecure_no_auth=insecure_no_auth)
+            accepted = transport_security(host, allowed_hosts).allowed_hosts
+    except ValueError as err:  # a bad policy, an exposed bind or a bad --allowed-host
         raise CliError(str(err)) from None
-    path, is_default = resolve_db(common().db)
+    opts = common()
+    path, is_default = resolve_db(opts.db)
     problem = prepare_db(path, is_default)
     if problem:
         raise CliError(problem)
+    if http and not is_loopback(host):
+        click.echo(f"Warning: serving MCP on {host!r} port {port} without authentication; "
+                   f"accepted Host headers: {', '.join(accepted)}", err=True)
     try:
-        serve(path, policy, http=http, host=host, port=port)
+        serve(path, policy, http=http, host=host, port=port, allowed_hosts=allowed_hosts,
+              insecure_no_auth=insecure_no_auth, scrub_pii=opts.scrub_pii)
     except ContextForgeError as err:
         raise from_library(err) from err

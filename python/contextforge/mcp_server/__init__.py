@@ -5,8 +5,9 @@ or embed it: ``build_server(store, ScopePolicy.create(["user:42"], [], allow_glo
 returns a ``FastMCP`` server.
 """
 
+from .http import InsecureBind
 from .policy import ScopeDenied, ScopePolicy
 from .run import serve
 from .server import UNTRUSTED, build_server
 
-__all__ = ["UNTRUSTED", "ScopeDenied", "ScopePolicy", "build_server", "serve"]
+__all__ = ["UNTRUSTED", "InsecureBind", "ScopeDenied", "ScopePolicy", "build_server", "serve"]

@@ -4,11 +4,14 @@ the scopes of a :class:`ScopePolicy`.
 Every tool resolves the scopes it touches through the policy before calling the
 store, and every entry fetched by id is checked against the policy before it is
 returned or changed: one outside is reported as "not found", exactly like an id
-that does not exist, so an agent cannot even learn that it exists.
+that does not exist, so an agent cannot even learn that it exists. Search results
+are checked before any of their text is returned: a block holding an entry outside
+the policy (which only a damaged store could give) is refused whole.
 """
 
 import json
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
 from mcp.server.fastmcp import FastMCP
@@ -17,8 +20,9 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from .. import __version__
-from .._core import Hit
+from .._core import Context, Hit
 from ..memory import ContextForge
+from .http import transport_security
 from .models import Deleted, Memory, ScopeCount, Scopes, SearchResult, memory
 from .policy import ScopeDenied, ScopePolicy
 
@@ -37,6 +41,8 @@ _INSTRUCTIONS = (
 
 _MAX_BUDGET = 32_768
 
+_log = logging.getLogger("contextforge.mcp")
+
 Budget = Annotated[int, Field(ge=1, le=_MAX_BUDGET, description="Most tokens the results may use.")]
 EntryId = Annotated[int, Field(description="The memory's id (the N of [mem:N]).")]
 ScopeArg = Annotated[
@@ -45,11 +51,21 @@ ScopeArg = Annotated[
 
 
 def build_server(store: ContextForge, policy: ScopePolicy, *, host: str = "127.0.0.1",
-                 port: int = 8000) -> FastMCP:
-    """A FastMCP server over ``store`` that touches only what ``policy`` allows."""
+                 port: int = 8000, allowed_hosts: Iterable[str] = ()) -> FastMCP:
+    """A FastMCP server over ``store`` that touches only what ``policy`` allows.
+
+    ``host`` and ``port`` are where its streamable HTTP transport binds. Its Host/Origin
+    (DNS-rebinding) checks are on whatever the host: loopback names are accepted, and
+    ``allowed_hosts`` adds others (see :func:`~contextforge.mcp_server.http.transport_security`).
+    The server has no authentication: :func:`~contextforge.mcp_server.serve` refuses a
+    non-loopback host unless told otherwise, and so should a caller serving it directly.
+    """
     server = FastMCP(
-        "contextforge", instructions=_INSTRUCTIONS, host=host, port=port, log_level="WARNING"
+        "contextforge", instructions=_INSTRUCTIONS, host=host, port=port, log_level="WARNING",
+        transport_security=transport_security(host, allowed_hosts),
     )
+    # FastMCP has no parameter for it; without this, clients see the MCP SDK's version.
+    server._mcp_server.version = __version__
 
     def write_scope(scope: str | None) -> str | None:
         return policy.default if scope is None else policy.check(scope)
@@ -76,7 +92,7 @@ def build_server(store: ContextForge, policy: ScopePolicy, *, host: str = "127.0
         target = _guard(write_scope, scope)
         entry_id = await store.save(content, kind, scope=target, session_id=session_id,
                                     metadata=metadata)
-        return memory(await fetch(entry_id))
+        return memory(await fetch(int(entry_id)))
 
     @server.tool(
         description="Search memory for what is relevant to a query. Returns a fenced context "
@@ -107,9 +123,9 @@ def build_server(store: ContextForge, policy: ScopePolicy, *, host: str = "127.0
             requested.append(None)
         scopes = [_guard(policy.check, s) for s in dict.fromkeys(requested)]
         block = await store.context(query, scopes, budget, kinds=kinds, session_id=session_id)
-        hits = [h for h in block.hits if policy.allows(h.scope)]  # the index filters; this re-checks
+        _refuse_foreign(block, policy)
         result = SearchResult(context=block.text, tokens=block.tokens, scopes=scopes,
-                              hits=[memory(h, ranked=True) for h in hits])
+                              hits=[memory(h, ranked=True) for h in block.hits])
         return CallToolResult(content=[TextContent(type="text", text=block.text)],
                               structuredContent=result.model_dump(mode="json"))
 
@@ -199,6 +215,26 @@ def _guard(check: Callable[[str | None], str | None], scope: str | None) -> str 
         return check(scope)
     except ScopeDenied as err:
         raise ToolError(str(err)) from None
+
+
+def _refuse_foreign(block: Context, policy: ScopePolicy) -> None:
+    """Refuses a search whose block holds an entry outside the policy, before any of
+    its text is used.
+
+    The store filters by scope itself and renders the block from its hits only, so
+    this never fires on a sound store. A damaged one (a search index from another
+    database) could render another tenant's entries into the text, and dropping them
+    from the structured hits would leave them there: the whole block is withheld.
+    """
+    foreign = [h.id for h in block.hits if not policy.allows(h.scope)]
+    if foreign:
+        _log.error(
+            "search returned %d entries outside this server's scopes (ids %s); the result "
+            "was withheld. The store's search index may be damaged or belong to another "
+            "database: delete it (<db>.index) to have it rebuilt.", len(foreign), foreign[:20],
+        )
+        raise ToolError("search failed: the store returned entries outside this server's "
+                        "scopes, so nothing was returned (the operator has been told)")
 
 
 async def _visible_scopes(store: ContextForge, policy: ScopePolicy) -> list[ScopeCount]:

@@ -1,0 +1,187 @@
+"""``contextforge mcp --http``: a real server in a subprocess on 127.0.0.1, reached with
+plain HTTP requests and with the MCP SDK's streamable HTTP client. Who may reach it:
+the bind address and the Host/Origin (DNS-rebinding) checks."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from contextforge import ContextForge, __version__
+from contextforge.mcp_server import ScopePolicy, build_server
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from .test_mcp import SERVER, TOOLS, refused, result
+
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "probe", "version": "0"}},
+}
+LOOPBACK_ONLY = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@asynccontextmanager
+async def http_server(db: Path, *flags: str) -> AsyncIterator[int]:
+    """``contextforge mcp --http`` on 127.0.0.1 at a free port, once it answers; the port."""
+    port = free_port()
+    log = db.parent / "http.log"
+    with log.open("w") as out:
+        server = await anyio.open_process(
+            [sys.executable, *SERVER, "--db", str(db), "--scope", "user:42", "--http",
+             "--port", str(port), *flags], stdout=out, stderr=out,
+        )
+    try:
+        with anyio.fail_after(60):
+            while True:
+                try:
+                    async with httpx.AsyncClient() as client:
+                        await client.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
+                    break
+                except httpx.TransportError:
+                    assert server.returncode is None, log.read_text()
+                    await anyio.sleep(0.2)
+        yield port
+    finally:
+        if server.returncode is None:
+            server.terminate()
+        with anyio.fail_after(30):
+            await server.wait()
+        await server.aclose()
+
+
+async def post_initialize(port: int, **headers: str) -> int:
+    """The status of a plain ``initialize`` POST sent with these headers."""
+    async with httpx.AsyncClient() as client:
+        answer = await client.post(
+            f"http://127.0.0.1:{port}/mcp", json=INITIALIZE, timeout=30,
+            headers={"Accept": "application/json, text/event-stream", **headers},
+        )
+    return answer.status_code
+
+
+@asynccontextmanager
+async def mcp_session(port: int, host: str | None = None) -> AsyncIterator[ClientSession]:
+    """An initialized session through the SDK's client, sending ``Host: host`` if given."""
+    headers = {"Host": host} if host else None
+    async with (
+        httpx.AsyncClient(headers=headers, timeout=60) as client,
+        streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=client)
+        as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        hello = await session.initialize()
+        assert hello.serverInfo.version == __version__
+        yield session
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "memory.db"
+
+
+async def test_streamable_http(db: Path) -> None:
+    async with http_server(db) as port, mcp_session(port) as session:
+        assert {t.name for t in (await session.list_tools()).tools} == TOOLS
+        await result(session, "save_memory", content="served over http")
+        found = await result(session, "search_memory", query="http")
+        assert [h["content"] for h in found["hits"]] == ["served over http"]
+        await refused(session, "search_memory", query="http", scope="user:4")
+
+
+async def test_host_and_origin_are_checked_on_loopback(db: Path) -> None:
+    async with http_server(db) as port:
+        own = f"127.0.0.1:{port}"
+        assert await post_initialize(port) == 200
+        assert await post_initialize(port, Host=f"localhost:{port}") == 200
+        assert await post_initialize(port, Origin=f"http://{own}") == 200
+        assert await post_initialize(port, Host="evil.example") == 421
+        assert await post_initialize(port, Host=f"evil.example:{port}") == 421
+        assert await post_initialize(port, Origin="http://evil.example") == 403
+        with pytest.raises(Exception) as refusal:  # noqa: B017  (in the SDK's task group)
+            async with mcp_session(port, host=f"evil.example:{port}"):
+                pass
+        assert [e.response.status_code for e in leaves(refusal.value)
+                if isinstance(e, httpx.HTTPStatusError)] == [421]
+
+
+async def test_allowed_host_adds_a_name(db: Path) -> None:
+    async with http_server(db, "--allowed-host", "mcp.example") as port:
+        async with mcp_session(port, host=f"mcp.example:{port}") as session:
+            await result(session, "save_memory", content="reached by name")
+        assert await post_initialize(port, Host="mcp.example") == 200
+        assert await post_initialize(port, Origin="https://mcp.example") == 200
+        assert await post_initialize(port, Host=f"evil.example:{port}") == 421
+        assert await post_initialize(port, Host=f"mcp.example.evil:{port}") == 421
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.7", "example.com", ""])
+def test_public_bind_is_refused_without_insecure_no_auth(db: Path, host: str) -> None:
+    started = run(db, "--http", "--host", host, "--port", str(free_port()))
+    assert started.returncode == 2
+    assert started.stderr.startswith("Error: ") and len(started.stderr.strip().splitlines()) == 1
+    assert "not a loopback address" in started.stderr and "--insecure-no-auth" in started.stderr
+    assert not db.exists()  # refused before anything was opened, let alone bound
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--insecure-no-auth"], ["--allowed-host", "mcp.example"],
+     ["--http", "--allowed-host", "*"], ["--http", "--allowed-host", "http://mcp.example"],
+     ["--http", "--allowed-host", "fd00::1"], ["--http", "--allowed-host", "mcp.example:99999"],
+     ["--http", "--allowed-host", ""]],
+)
+def test_bad_http_flags_are_refused(db: Path, flags: list[str]) -> None:
+    started = run(db, *flags, "--port", str(free_port()))
+    assert started.returncode == 2, started.stderr
+    assert started.stderr.startswith("Error: ") and len(started.stderr.strip().splitlines()) == 1
+    assert not db.exists()
+
+
+async def test_public_bind_keeps_the_host_checks(tmp_path: Path) -> None:
+    """``--host 0.0.0.0 --insecure-no-auth`` is not bound here (tests bind loopback
+    only): the settings the SDK serves with are checked instead."""
+    policy = ScopePolicy.create(["user:42"], [], allow_global=False)
+    async with await ContextForge.open(str(tmp_path / "memory.db")) as store:
+        for host in ("0.0.0.0", "::", "192.0.2.7"):
+            default = build_server(store, policy, host=host).settings.transport_security
+            assert default is not None and default.enable_dns_rebinding_protection
+            assert default.allowed_hosts == LOOPBACK_ONLY
+            assert "http://evil.example" not in default.allowed_origins
+            named = build_server(store, policy, host=host, allowed_hosts=["MCP.example:8443"])
+            security = named.settings.transport_security
+            assert security is not None
+            assert security.allowed_hosts == [*LOOPBACK_ONLY, "mcp.example:8443"]
+            assert "https://mcp.example:8443" in security.allowed_origins
+        other_loopback = build_server(store, policy, host="127.0.0.5").settings.transport_security
+        assert other_loopback is not None
+        assert other_loopback.allowed_hosts == [*LOOPBACK_ONLY, "127.0.0.5:*"]
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups."""
+    inner: tuple[BaseException, ...] = getattr(error, "exceptions", ())
+    return [leaf for e in inner for leaf in leaves(e)] if inner else [error]
+
+
+def run(db: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """``contextforge mcp --db DB --scope user:42 FLAGS``, which must exit by itself."""
+    return subprocess.run(
+        [sys.executable, *SERVER, "--db", str(db), "--scope", "user:42", *flags], check=False,
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )
