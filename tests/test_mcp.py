@@ -313,7 +313,9 @@ class LeakyStore(ContextForge):
         return await super().context(q, list(await self.scopes()), *args, **kwargs)
 
 
-async def test_search_text_is_built_only_from_allowed_hits(tmp_path: Path) -> None:
+async def test_search_text_is_built_only_from_allowed_hits(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     async with await LeakyStore.open(str(tmp_path / "memory.db")) as store:
         await store.save_many([
             {"content": f"shopping list {n}: apples and {who}'s pears", "scope": f"user:{who}"}
@@ -328,3 +330,5 @@ async def test_search_text_is_built_only_from_allowed_hits(tmp_path: Path) -> No
                                 budget=4096)
     assert answer.isError and "outside this server's scopes" in text(answer)
     assert "alice" not in json.dumps(answer.model_dump(mode="json"))
+    assert any("outside this server's scopes" in r.getMessage() and r.levelname == "ERROR"
+               for r in caplog.records)  # the operator is told
