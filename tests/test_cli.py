@@ -213,8 +213,9 @@ def test_distill_saves_facts_and_skips_them_the_second_time(db: Path, tmp_path: 
     first = as_json("distill", str(transcript), "--scope", "proj", "--session", "c1", db=db)
     assert first["model"] == "contextforge-extractive" and first["saved"]
     assert any("Postgres 16" in item["text"] for item in first["saved"])
-    again = as_json("distill", str(transcript), "--scope", "proj", db=db)
-    # The same transcript distils to the same summary and facts: all skipped.
+    again = as_json("distill", str(transcript), "--scope", "proj", "--session", "c1", db=db)
+    # The same transcript distils to the same summary and facts (the same session
+    # too, which dedupe compares): all skipped.
     assert again["saved"] == []
     assert sorted(i["text"] for i in again["skipped"]) == sorted(i["text"] for i in first["saved"])
     assert "--scope" in one_line_error(run("distill", str(transcript), db=db), 2)

@@ -14,6 +14,7 @@ from ..distill.run import DistillResult
 from .errors import CliError
 from .options import common, common_options
 from .render import echo_json, table
+from .safe import printable
 
 __all__ = ["distill"]
 
@@ -89,5 +90,5 @@ def _print(result: DistillResult, as_json: bool) -> None:
     rows += [[i.id, i.kind, i.fact_kind or "", "exists", i.text] for i in result.skipped]
     click.echo(table(["id", "kind", "fact kind", "status", "text"], rows))
     click.echo(f"{len(result.saved)} saved, {len(result.skipped)} already there "
-               f"({result.chunks} chunks, {result.model})", err=True)
+               f"({result.chunks} chunks, {printable(result.model)})", err=True)
     sys.stdout.flush()

@@ -11,9 +11,11 @@ import click
 
 from .._core import Hit
 from ..hits import Hits
+from ..scope import ALL_SCOPES, Scope
 from .errors import EXIT_NOT_FOUND, NotFoundError
 from .options import common, common_options, json_object
 from .render import echo_json, entry_record, table, when
+from .safe import printable
 from .timeparse import time_option
 
 __all__ = ["delete", "get", "query", "save"]
@@ -51,9 +53,9 @@ def save(
             timestamp=timestamp, dedupe=not no_dedupe,
         )
     if opts.as_json:
-        echo_json({"id": entry_id})
+        echo_json({"id": int(entry_id)})
     else:
-        click.echo(entry_id)
+        click.echo(int(entry_id))
 
 
 @click.command()
@@ -84,7 +86,7 @@ def query(
 
     Exits with 1 when nothing matches.
     """
-    wanted: list[str | None] | None = None
+    wanted: Scope = ALL_SCOPES
     if scopes or include_global:
         wanted = [*scopes, *([None] if include_global else [])]
     opts = common()
@@ -150,13 +152,17 @@ def get(ids: tuple[int, ...]) -> None:
 
 
 def _card(hit: Hit) -> str:
+    """An entry for people: one field a line, then the content, every part made
+    safe for a terminal (only the content keeps its newlines and tabs)."""
+    expires = hit.expires_at.isoformat() if hit.expires_at is not None else "-"
     fields = [
         ("id", hit.id), ("scope", hit.scope or "(global)"), ("kind", hit.kind),
         ("session", hit.session_id or "-"), ("timestamp", hit.timestamp.isoformat()),
-        ("tokens", hit.tokens), ("metadata", json.dumps(hit.metadata, ensure_ascii=False)),
+        ("expires", expires), ("tokens", hit.tokens),
+        ("metadata", json.dumps(hit.metadata, ensure_ascii=False)),
     ]
-    head = "\n".join(f"{name:<10} {value}" for name, value in fields)
-    return f"{head}\n{hit.content}"
+    head = "\n".join(f"{name:<10} {printable(str(value))}" for name, value in fields)
+    return f"{head}\n{printable(hit.content, block=True)}"
 
 
 @click.command()

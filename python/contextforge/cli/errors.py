@@ -24,6 +24,7 @@ from ..errors import (
     SearchIndexError,
     StorageError,
 )
+from .safe import printable
 
 __all__ = [
     "EXIT_BAD_INPUT", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_STORAGE",
@@ -37,7 +38,8 @@ EXIT_STORAGE = 3
 
 
 class CliError(click.ClickException):
-    """Bad input: a one-line error on stderr (``Error: ...``), exit code 2."""
+    """Bad input: a one-line error on stderr (``Error: ...``), exit code 2. The
+    message is made safe for a terminal (it may quote stored or given text)."""
 
     exit_code = EXIT_BAD_INPUT
 
@@ -46,7 +48,7 @@ class CliError(click.ClickException):
         super().__init__(" ".join(message.split()))
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"Error: {self.format_message()}", err=file is None, file=file)
+        click.echo(f"Error: {printable(self.format_message())}", err=file is None, file=file)
 
 
 class NotFoundError(CliError):

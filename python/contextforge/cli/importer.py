@@ -5,15 +5,19 @@ Idempotence without changing what is stored: every record is first saved into a
 scratch in-memory store with the same settings, which validates it with the
 engine's own rules and shows it exactly as it will be stored (secrets scrubbed,
 metadata normalised). Its identity is then (scope, kind, session, content,
-metadata, timestamp) as stored, the timestamp left out when the file gave none;
+metadata, expiry, timestamp) as stored, the timestamp left out when the file gave none;
 a record whose identity already occurs in the target store (as many times as the
 file holds it) is skipped. Exported entries therefore round-trip exactly, and
 transcript messages are told apart by the ``source_line`` and ``message_index``
 their metadata carries.
+
+Entries whose ``expires_at`` has already passed are skipped and counted: the store
+would never return them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import Counter
@@ -30,7 +34,8 @@ from .records import Record, RecordError
 
 __all__ = ["Summary", "import_records"]
 
-Key = tuple[str | None, str, str | None, str, str, int | None]
+# scope, kind, session, content, metadata, expiry (µs), timestamp (µs, or None)
+Key = tuple[str | None, str, str | None, str, str, int | None, int | None]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MICRO = timedelta(microseconds=1)
@@ -39,11 +44,12 @@ _ITEM = re.compile(r"^item (\d+): (.*)$", re.DOTALL)
 
 @dataclass(frozen=True)
 class Summary:
-    """How many records were added (or would be, for a dry run), and how many the
-    store already held."""
+    """How many records were added (or would be, for a dry run), how many the
+    store already held, and how many had already expired."""
 
     added: int
     present: int
+    expired: int = 0
 
 
 def import_records(
@@ -60,13 +66,16 @@ def import_records(
     Raises:
         RecordError: for the first record the engine rejects; nothing is saved.
     """
-    timed = _assign_times(records)
-    keys = _stored_keys(timed, batch_size, progress)
+    now = datetime.now(timezone.utc)
+    live = [r for r in records if r.item.get("expires_at") is None or r.item["expires_at"] > now]
+    expired = len(records) - len(live)
+    timed = _assign_times(live)
+    keys = _stored_keys(store.config, timed, batch_size, progress)
     existing = _existing_keys(store, timed)
     pending = [r for r, key in zip(timed, keys) if not _claim(existing, key, r.timed)]
     present = len(timed) - len(pending)
     if dry_run or not pending:
-        return Summary(added=len(pending) if dry_run else 0, present=present)
+        return Summary(added=len(pending) if dry_run else 0, present=present, expired=expired)
     before = store.count() if dedupe else 0
     bar = Progress("importing", len(pending), enabled=progress)
     try:
@@ -76,7 +85,7 @@ def import_records(
     finally:
         bar.close()
     added = store.count() - before if dedupe else len(pending)
-    return Summary(added=added, present=present)
+    return Summary(added=added, present=present, expired=expired)
 
 
 def _assign_times(records: Sequence[Record]) -> list[Record]:
@@ -89,12 +98,17 @@ def _assign_times(records: Sequence[Record]) -> list[Record]:
     ]
 
 
-def _stored_keys(records: Sequence[Record], batch_size: int, progress: bool) -> list[Key]:
-    """Each record's identity as the store will hold it, via a scratch store."""
+def _stored_keys(
+    config: Config, records: Sequence[Record], batch_size: int, progress: bool
+) -> list[Key]:
+    """Each record's identity as the store will hold it, via a scratch store in
+    memory with the target's settings (its scrubbing above all)."""
     keys: list[Key] = []
     bar = Progress("checking ", len(records), enabled=progress)
+    scratch_config = dataclasses.replace(config, path=":memory:", index_dir=None, auth_token=None,
+                                         max_entries_per_scope=None)
     try:
-        with ContextForgeSync.open(Config(path=":memory:")) as scratch:
+        with ContextForgeSync.open(scratch_config) as scratch:
             for batch in _batches(records, batch_size):
                 try:
                     ids = scratch.save_many([{**r.item, "dedupe": False} for r in batch])
@@ -150,7 +164,7 @@ def _claim(existing: tuple[Counter[Key], Counter[Key]], key: Key, timed: bool) -
         if full[key] <= 0:
             return False
         full[key] -= 1
-        partial[key[:5] + (None,)] -= 1
+        partial[key[:6] + (None,)] -= 1
         return True
     if partial[key] <= 0:
         return False
@@ -160,8 +174,9 @@ def _claim(existing: tuple[Counter[Key], Counter[Key]], key: Key, timed: bool) -
 
 def _key(hit: Hit, timed: bool) -> Key:
     metadata = json.dumps(hit.metadata, sort_keys=True, ensure_ascii=False)
+    expires = None if hit.expires_at is None else (hit.expires_at - _EPOCH) // _MICRO
     micros = (hit.timestamp - _EPOCH) // _MICRO if timed else None
-    return (hit.scope, hit.kind, hit.session_id, hit.content, metadata, micros)
+    return (hit.scope, hit.kind, hit.session_id, hit.content, metadata, expires, micros)
 
 
 def _batches(records: Sequence[Record], size: int) -> Iterator[Sequence[Record]]:

@@ -10,6 +10,7 @@ import click
 from .options import common, common_options
 from .paths import file_sizes
 from .render import echo_json, table
+from .safe import printable
 
 __all__ = ["scopes", "stats"]
 
@@ -50,7 +51,7 @@ def stats() -> None:
     if opts.as_json:
         echo_json({"db": path, "entries": total, "scopes": rows, "bytes": sizes})
         return
-    click.echo(f"database  {path}")
+    click.echo(f"database  {printable(path)}")
     click.echo(f"entries   {total}")
     click.echo(f"scopes    {len(rows)}")
     for label, size in sizes.items():

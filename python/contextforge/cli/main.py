@@ -10,8 +10,10 @@ import click
 
 from .. import __version__
 from .entries import delete, get, query, save
+from .errors import CliError
 from .info import scopes, stats
 from .options import Common, common_options
+from .safe import printable
 from .serve import mcp
 from .transfer import export, import_
 from .distill import distill
@@ -56,10 +58,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(err.exit_code)
     except click.UsageError as err:
         hint = f" (see '{err.ctx.command_path} --help')" if err.ctx else ""
-        click.echo(f"Error: {' '.join(err.format_message().split())}{hint}", err=True)
+        click.echo(f"Error: {printable(' '.join(err.format_message().split()))}{hint}", err=True)
         sys.exit(err.exit_code)
-    except click.ClickException as err:
+    except CliError as err:
         err.show()
+        sys.exit(err.exit_code)
+    except click.ClickException as err:  # e.g. click.File's "Could not open file"
+        click.echo(f"Error: {printable(' '.join(err.format_message().split()))}", err=True)
         sys.exit(err.exit_code)
     except click.Abort:
         click.echo("Aborted.", err=True)

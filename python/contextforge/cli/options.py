@@ -1,6 +1,6 @@
-"""Options every command shares: ``--db PATH`` and ``--json``.
+"""Options every command shares: ``--db PATH``, ``--scrub-pii`` and ``--json``.
 
-Both are accepted before the command (``contextforge --db x.db query ...``) and
+All are accepted before the command (``contextforge --db x.db query ...``) and
 after it (``contextforge query ... --db x.db``); the later one wins.
 """
 
@@ -29,15 +29,25 @@ class Common:
 
     db: str | None = None
     as_json: bool = False
+    scrub_pii: bool = False
 
     def store(self) -> AbstractContextManager[ContextForgeSync]:
         path, is_default = resolve_db(self.db)
-        return open_store(path, is_default)
+        return open_store(path, is_default, scrub_pii=self.scrub_pii)
 
 
-def _set_db(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
+def _set_db(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value == "":
+        # Not "the default": an empty variable in `--db "$DB"` must not silently
+        # pick another store.
+        raise click.BadParameter("must not be empty", ctx=ctx, param=param)
     if value is not None:
         ctx.ensure_object(Common).db = value
+
+
+def _set_scrub_pii(ctx: click.Context, _: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.ensure_object(Common).scrub_pii = True
 
 
 def _set_json(ctx: click.Context, _: click.Parameter, value: bool) -> None:
@@ -46,7 +56,7 @@ def _set_json(ctx: click.Context, _: click.Parameter, value: bool) -> None:
 
 
 def common_options(*, with_json: bool = True) -> Callable[[F], F]:
-    """Adds ``--db`` (and ``--json``) to a command or group."""
+    """Adds ``--db`` and ``--scrub-pii`` (and ``--json``) to a command or group."""
 
     def decorate(f: F) -> F:
         if with_json:
@@ -54,9 +64,15 @@ def common_options(*, with_json: bool = True) -> Callable[[F], F]:
                 "--json", "as_json", is_flag=True, expose_value=False, callback=_set_json,
                 help="Print JSON for scripts instead of tables.",
             )(f)
+        f = click.option(
+            "--scrub-pii", is_flag=True, expose_value=False, callback=_set_scrub_pii,
+            help="Also redact e-mail addresses, phone numbers, payment card numbers and "
+                 "IBANs in what is saved, as Config(scrub_pii=True) does.",
+        )(f)
         return click.option(
             "--db", metavar="PATH", expose_value=False, callback=_set_db,
-            help=f"The database file. Default: ${ENV_VAR}, else "
+            help=f"The database file (not empty; a symbolic link must point at an existing "
+                 f"file). Default: ${ENV_VAR}, else "
                  "$XDG_DATA_HOME/contextforge/memory.db (~/.local/share/...).",
         )(f)
 

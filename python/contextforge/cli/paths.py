@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 
-__all__ = ["ENV_VAR", "default_db", "file_sizes", "prepare_db", "resolve_db"]
+__all__ = ["ENV_VAR", "default_db", "describe", "file_sizes", "prepare_db", "resolve_db"]
 
 ENV_VAR = "CONTEXTFORGE_DB"
 
@@ -36,9 +37,17 @@ def resolve_db(given: str | None) -> tuple[str, bool]:
 
 def prepare_db(path: str, is_default: bool) -> str | None:
     """Makes sure the database's directory exists: created for the default location,
-    required for one the user named. Returns a problem to report, or ``None``."""
+    required for one the user named. Returns a problem to report, or ``None``.
+
+    A symbolic link whose target is missing is refused (opening it would create a
+    file wherever it points), and so is anything but a regular file (a directory,
+    a FIFO that would block the open, a device).
+    """
     if path == ":memory:":
         return None
+    problem = _not_a_database_file(path)
+    if problem:
+        return problem
     parent = Path(path).parent
     if is_default:
         try:
@@ -49,6 +58,33 @@ def prepare_db(path: str, is_default: bool) -> str | None:
     if not parent.is_dir():
         return f"the directory of --db {path} does not exist"
     return None
+
+
+def _not_a_database_file(path: str) -> str | None:
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        return f"cannot use --db {path}: {err.strerror or err}"
+    if stat.S_ISLNK(mode):
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            return f"--db {path} is a symbolic link to {os.readlink(path)}, which does not exist"
+        except OSError as err:
+            return f"cannot use --db {path}: {err.strerror or err}"
+    if not stat.S_ISREG(mode):
+        return f"--db {path} is {describe(mode)}, not a database file"
+    return None
+
+
+def describe(mode: int) -> str:
+    """What kind of file a ``st_mode`` is, for an error message."""
+    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISLNK, "a symbolic link")]
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def file_sizes(path: str, index_dir: str | None = None) -> dict[str, int]:

@@ -2,9 +2,9 @@
 
 A line is one of:
 
-- an **entry**: ``{"content", "kind", "scope", "session_id", "metadata", "timestamp"}``
-  (as ``export`` writes it; ``id``, ``tokens``, ``score`` and ``risks`` are accepted
-  and ignored, any other field is an error);
+- an **entry**: ``{"content", "kind", "scope", "session_id", "metadata", "timestamp",
+  "expires_at"}`` (as ``export`` writes it; ``id``, ``tokens``, ``score`` and ``risks``
+  are accepted and ignored, any other field is an error);
 - a **message**: ``{"role", "content"}`` (plus optional ``session_id``, ``timestamp``,
   ``name``, ``metadata``; other fields are ignored);
 - a **conversation**: ``{"messages": [message, ...]}`` with an optional ``session_id``
@@ -12,6 +12,13 @@ A line is one of:
 
 Each message becomes one entry of kind ``message`` whose metadata records its role
 and where it came from (``source``, ``source_line``, ``message_index``).
+
+With ``Defaults.confine`` (``import --scope S`` without ``--keep-scopes``) every
+record goes to scope S: an entry naming another scope (or ``null``, global) is an
+error, so a file from elsewhere cannot write outside the scope it was given.
+
+A line may hold at most :data:`.lines.MAX_LINE_BYTES`; JSON nested too deeply for
+the parser is an error on its line like any other.
 """
 
 from __future__ import annotations
@@ -22,11 +29,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any
 
+from .lines import MAX_LINE_BYTES, LineTooLong, bounded_lines
 from .timeparse import parse_time
 
 __all__ = ["Defaults", "Parsed", "Record", "RecordError", "parse_lines"]
 
-_ENTRY_FIELDS = frozenset({"content", "kind", "scope", "session_id", "metadata", "timestamp"})
+_ENTRY_FIELDS = frozenset(
+    {"content", "kind", "scope", "session_id", "metadata", "timestamp", "expires_at"}
+)
 _IGNORED_FIELDS = frozenset({"id", "tokens", "score", "risks"})
 
 
@@ -47,6 +57,7 @@ class Defaults:
     session_id: str | None = None
     kind: str | None = None
     source: str = "stdin"
+    confine: bool = False  # every record must go to ``scope``
 
 
 @dataclass(frozen=True)
@@ -69,23 +80,35 @@ class Parsed:
 def parse_lines(stream: IO[bytes], defaults: Defaults) -> Parsed:
     """Every record of a JSONL byte stream, or the first problem as a RecordError."""
     parsed = Parsed()
-    for number, raw in enumerate(stream, 1):
-        parsed.lines = number
-        try:
-            text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-        except UnicodeDecodeError as err:
-            raise RecordError(number, f"not UTF-8 text (byte {err.start + 1})") from None
-        if not text.strip():
-            continue
-        try:
-            value = json.loads(text.rstrip("\r\n"))
-        except json.JSONDecodeError as err:
-            raise RecordError(number, f"invalid JSON: {err.msg} (column {err.colno})") from None
-        if not isinstance(value, dict):
-            raise RecordError(number, f"expected a JSON object, got {_json_type(value)}")
-        for record in _records(number, value, defaults, parsed):
-            parsed.records.append(record)
+    try:
+        for number, raw in bounded_lines(stream):
+            parsed.lines = number
+            _parse_line(number, raw, defaults, parsed)
+    except LineTooLong as err:
+        most = f"{MAX_LINE_BYTES // (1024 * 1024)} MiB"
+        message = f"line longer than {most}, the most one record may take"
+        raise RecordError(err.line, message) from None
     return parsed
+
+
+def _parse_line(number: int, raw: bytes, defaults: Defaults, parsed: Parsed) -> None:
+    try:
+        text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+    except UnicodeDecodeError as err:
+        raise RecordError(number, f"not UTF-8 text (byte {err.start + 1})") from None
+    if not text.strip():
+        return
+    try:
+        value = json.loads(text.rstrip("\r\n"))
+    except json.JSONDecodeError as err:
+        raise RecordError(number, f"invalid JSON: {err.msg} (column {err.colno})") from None
+    except RecursionError:
+        raise RecordError(number, "invalid JSON: nested too deeply") from None
+    except ValueError as err:  # e.g. an integer of more digits than Python converts
+        raise RecordError(number, f"invalid JSON: {err}") from None
+    if not isinstance(value, dict):
+            raise RecordError(number, f"expected a JSON object, got {_json_type(value)}")
+    parsed.records.extend(_records(number, value, defaults, parsed))
 
 
 def _records(line: int, value: dict[str, Any], defaults: Defaults, parsed: Parsed) -> Iterator[Record]:
@@ -118,17 +141,31 @@ def _entry(line: int, value: dict[str, Any], defaults: Defaults) -> Record:
         raise RecordError(line, f"unknown field {unknown[0]!r} (an entry has {', '.join(sorted(_ENTRY_FIELDS))})")
     if "content" not in value:
         raise RecordError(line, "missing 'content' (or 'role' for a chat message)")
-    timestamp = _time(line, value.get("timestamp"))
+    timestamp = _time(line, value, "timestamp")
     item = {
         "content": _text(line, value, "content"),
         "kind": _text(line, value, "kind") if value.get("kind") is not None else defaults.kind or "note",
-        "scope": _optional_text(line, value, "scope") if "scope" in value else defaults.scope,
+        "scope": _scope(line, value, defaults),
         "session_id": (_optional_text(line, value, "session_id") if "session_id" in value
                        else defaults.session_id),
         "metadata": _metadata(line, value.get("metadata")),
         "timestamp": timestamp,
+        "expires_at": _time(line, value, "expires_at"),
     }
     return Record(line, item, timestamp is not None)
+
+
+def _scope(line: int, value: Mapping[str, Any], defaults: Defaults) -> str | None:
+    """The entry's scope: its own, else the default; with ``confine``, the default
+    or an error."""
+    if "scope" not in value:
+        return defaults.scope
+    scope = _optional_text(line, value, "scope")
+    if defaults.confine and scope != defaults.scope:
+        named = "null (global)" if scope is None else repr(scope)
+        raise RecordError(line, f"scope {named} is outside --scope {defaults.scope!r} "
+                                "(--keep-scopes imports records into the scopes they name)")
+    return scope
 
 
 def _message(
@@ -149,7 +186,7 @@ def _message(
         metadata["message_index"] = index
     if isinstance(value.get("name"), str):
         metadata["name"] = value["name"]
-    timestamp = _time(line, value.get("timestamp"))
+    timestamp = _time(line, value, "timestamp")
     item = {
         "content": content,
         "kind": defaults.kind or "message",
@@ -207,13 +244,13 @@ def _metadata(line: int, metadata: object) -> dict[str, Any] | None:
     raise RecordError(line, f"'metadata' must be an object, got {_json_type(metadata)}")
 
 
-def _time(line: int, value: object) -> datetime | None:
-    if value is None:
+def _time(line: int, value: Mapping[str, Any], key: str) -> datetime | None:
+    if value.get(key) is None:
         return None
     try:
-        return parse_time(value)
+        return parse_time(value[key])
     except ValueError as err:
-        raise RecordError(line, f"'timestamp': {err}") from None
+        raise RecordError(line, f"'{key}': {err}") from None
 
 
 def _json_type(value: object) -> str:

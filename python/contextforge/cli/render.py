@@ -1,4 +1,7 @@
-"""Output: plain tables for people, JSON for scripts."""
+"""Output: plain tables for people, JSON for scripts.
+
+Tables escape control and bidi characters (see :mod:`.safe`); JSON is exact.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from typing import Any
 import click
 
 from .._core import Hit
+from .safe import printable
 from .timeparse import iso
 
 __all__ = ["echo_json", "entry_record", "one_line", "table", "when"]
@@ -25,6 +29,7 @@ def entry_record(hit: Hit, *, ranked: bool = False) -> dict[str, Any]:
         "scope": hit.scope,
         "session_id": hit.session_id,
         "timestamp": iso(hit.timestamp),
+        "expires_at": iso(hit.expires_at) if hit.expires_at is not None else None,
         "metadata": hit.metadata,
         "tokens": hit.tokens,
     }
@@ -44,16 +49,18 @@ def when(hit: Hit) -> str:
 
 
 def one_line(text: str, width: int) -> str:
-    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
-    flat = " ".join(text.split())
+    """``text`` on one line, safe for a terminal, cut to ``width`` characters with
+    an ellipsis."""
+    flat = printable(" ".join(text.split()))
     if len(flat) <= width:
         return flat
     return flat[: max(width - 1, 0)] + "…"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """Left-aligned columns; the last column is cut to fit the terminal width."""
-    cells = [[str(c) for c in row] for row in rows]
+    """Left-aligned columns; the last column is cut to fit the terminal width.
+    Every cell is made safe for a terminal."""
+    cells = [[printable(str(c)) for c in row[:-1]] + [str(row[-1])] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
         for i, cell in enumerate(row[:-1]):

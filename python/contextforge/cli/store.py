@@ -15,14 +15,17 @@ __all__ = ["open_store"]
 
 
 @contextmanager
-def open_store(path: str, is_default: bool = False) -> Iterator[ContextForgeSync]:
-    """The store at ``path``, closed afterwards. Library errors raised inside the
-    block become :class:`CliError` with their exit code."""
+def open_store(
+    path: str, is_default: bool = False, *, scrub_pii: bool = False
+) -> Iterator[ContextForgeSync]:
+    """The store at ``path``, closed afterwards; ``scrub_pii`` also redacts personal
+    data in what is saved. Library errors raised inside the block become
+    :class:`CliError` with their exit code."""
     problem = prepare_db(path, is_default)
     if problem:
         raise CliError(problem)
     try:
-        store = ContextForgeSync.open(Config(path=path))
+        store = ContextForgeSync.open(Config(path=path, scrub_pii=scrub_pii))
     except ContextForgeError as err:
         raise from_library(err) from err
     try:
