@@ -321,6 +321,17 @@ def test_a_line_at_the_cap_is_fine(tmp_path: Path) -> None:
     assert "big.jsonl:1: line longer" in one_line_error(run("import", str(big), db=db), 2)
 
 
+def test_stdin_and_transcripts_are_read_up_to_the_cap(tmp_path: Path, db: Path) -> None:
+    before = snapshot(db)
+    endless = "word " * (MAX_LINE_BYTES // 5 + 1)
+    assert "stdin is longer than" in one_line_error(run("save", "-", db=db, stdin=endless), 2)
+    transcript = tmp_path / "call.txt"
+    transcript.write_text(endless)
+    error = one_line_error(run("distill", str(transcript), "--scope", "p", db=db), 2)
+    assert "call.txt is longer than" in error
+    unchanged(db, before)
+
+
 def test_empty_db_is_refused_not_the_default(tmp_path: Path) -> None:
     env = {"XDG_DATA_HOME": str(tmp_path / "xdg"), "CONTEXTFORGE_DB": str(tmp_path / "env.db")}
     done = run("--db", "", "save", "where does this go?", env=env)

@@ -12,6 +12,7 @@ import click
 from ..distill import OpenAIChatDistiller
 from ..distill.run import DistillResult
 from .errors import CliError
+from .lines import read_text
 from .options import common, common_options
 from .render import echo_json, table
 from .safe import printable
@@ -38,13 +39,14 @@ def distill(
     base_url: str | None,
     api_key: str | None,
 ) -> None:
-    """Distil TRANSCRIPT ('-' for stdin) and save its summary and facts.
+    """Distil TRANSCRIPT ('-' for stdin; at most 16 Mi characters) and save its
+    summary and facts.
 
     TRANSCRIPT is plain text (one message per line, 'Speaker: text') or JSON: a
     list of {"role", "content"} messages. Without --model the offline extractive
     distiller picks salient sentences; facts already in the scope are skipped.
     """
-    text = transcript.read()
+    text = read_text(transcript, transcript.name)
     messages: object = text
     if text.lstrip().startswith("["):
         try:

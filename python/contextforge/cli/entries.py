@@ -13,6 +13,7 @@ from .._core import Hit
 from ..hits import Hits
 from ..scope import ALL_SCOPES, Scope
 from .errors import EXIT_NOT_FOUND, NotFoundError
+from .lines import read_text
 from .options import common, common_options, json_object
 from .render import echo_json, entry_record, table, when
 from .safe import printable
@@ -39,13 +40,13 @@ def save(
     timestamp: datetime | None,
     no_dedupe: bool,
 ) -> None:
-    """Save CONTENT ('-' reads it from stdin) and print its id.
+    """Save CONTENT ('-' reads it from stdin, at most 16 Mi characters) and print its id.
 
     Text already saved in the same scope (ignoring whitespace and Unicode forms)
     returns the existing id unless --no-dedupe is given.
     """
     if content == "-":
-        content = sys.stdin.read()
+        content = read_text(sys.stdin, "stdin")
     opts = common()
     with opts.store() as store:
         entry_id = store.save(

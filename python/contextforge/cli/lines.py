@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import IO
 
-__all__ = ["MAX_LINE_BYTES", "LineTooLong", "bounded_lines"]
+from .errors import CliError
+
+__all__ = ["MAX_LINE_BYTES", "LineTooLong", "bounded_lines", "read_text"]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 
@@ -43,3 +45,14 @@ def bounded_lines(stream: IO[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[tu
         if len(body.removesuffix(b"\r")) > limit:
             raise LineTooLong(number, limit)
         yield number, raw
+
+
+def read_text(stream: IO[str], name: str, limit: int = MAX_LINE_BYTES) -> str:
+    """All of a text stream (``save -``, a transcript for ``distill``), refused with a
+    :class:`CliError` once it holds more than ``limit`` characters: like an import
+    line, it becomes entries, and is read no further than the cap."""
+    text = stream.read(limit + 1)
+    if len(text) > limit:
+        raise CliError(f"{name} is longer than {limit // (1024 * 1024)} Mi characters, "
+                       "the most one input may take")
+    return text
