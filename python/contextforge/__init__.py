@@ -1,15 +1,17 @@
 """contextforge: durable, scoped, searchable memory for LLM applications.
 
-    cf = await ContextForge.open("memory.db")
-    await cf.save("the deploy failed: missing env var", kind="note", scope="project:demo")
-    hits = await cf.query("deploy failure", "project:demo", 2048)
+    async with ContextForge.open("memory.db") as cf:
+        await cf.save("the deploy failed: missing env var", kind="note", scope="project:demo")
+        hits = await cf.query("deploy failure", "project:demo", 2048)
 """
 
 from typing import TYPE_CHECKING
 
+from ._convert import Timestamp
 from ._core import Context, Hit, __version__
 from ._vectors import Embedder
 from .config import Config
+from .distill.run import DistillResult, SavedItem
 from .errors import (
     ClosedError,
     ContextForgeError,
@@ -20,32 +22,49 @@ from .errors import (
     InvalidTypeError,
     NotFound,
     RetryableStorageError,
+    ScrubbingWeakenedWarning,
     SearchIndexError,
     StorageError,
 )
 from .hits import Hits
 from .memory import ContextForge, verify_citations
+from .saved import Saved
+from .scope import ALL_SCOPES, AllScopes, Scope, ScopeFilter
 from .sync import ContextForgeSync
 
 if TYPE_CHECKING:
+    from .distill.client import OpenAIChatDistiller
     from .embedders import LocalEmbedder
 
 
 def __getattr__(name: str) -> object:
-    # The built-in embedder loads numpy; stores without embeddings never need it.
+    # The built-in embedder loads numpy and the model client httpx; stores
+    # without embeddings, and the offline distiller, never need them.
     if name == "LocalEmbedder":
         from .embedders import LocalEmbedder
 
         return LocalEmbedder
+    if name == "OpenAIChatDistiller":
+        from .distill.client import OpenAIChatDistiller
+
+        return OpenAIChatDistiller
     raise AttributeError(f"module 'contextforge' has no attribute {name!r}")
 
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
 __all__ = [
+    "ALL_SCOPES",
+    "AllScopes",
     "ClosedError",
     "Config",
     "Context",
     "ContextForge",
     "ContextForgeSync",
     "ContextForgeError",
+    "DistillResult",
     "EmbedderMismatchError",
     "Embedder",
     "Hit",
@@ -56,9 +75,16 @@ __all__ = [
     "InvalidTypeError",
     "LocalEmbedder",
     "NotFound",
+    "OpenAIChatDistiller",
     "RetryableStorageError",
+    "Saved",
+    "ScrubbingWeakenedWarning",
+    "SavedItem",
+    "Scope",
+    "ScopeFilter",
     "SearchIndexError",
     "StorageError",
+    "Timestamp",
     "__version__",
     "verify_citations",
 ]

@@ -10,12 +10,15 @@ The pieces the store's ``distill_and_save`` is built from, usable on their own:
   :func:`reduce_summary`, :func:`merge_with_model`: map a distiller over chunks
   and reduce the results (deduplicated facts; summaries joined, or reduced by one
   more model call);
-- :func:`coerce_transcript`: a transcript as ``(speaker, text)`` pairs.
+- :func:`coerce_transcript`: a transcript as ``(speaker, text)`` pairs;
+- :class:`DistillResult` and :class:`SavedItem`: what ``distill_and_save`` returns.
 
 Errors are :class:`DistillError` (a ``ContextForgeError``), with
 :class:`DistillTimeoutError` (also a ``TimeoutError``) and
 :class:`DistillResponseError` (also a ``ValueError``).
 """
+
+from typing import TYPE_CHECKING
 
 from ._types import (
     FACT_KINDS,
@@ -27,7 +30,6 @@ from ._types import (
     Fact,
     FactKind,
 )
-from .client import OpenAIChatDistiller, ResponseMode
 from .merge import (
     DEFAULT_MAX_SUMMARY_CHARS,
     distill_all,
@@ -38,12 +40,32 @@ from .merge import (
     reduce_summary,
     truncate,
 )
+from .run import DistillResult, SavedItem
 from .transcript import Transcript, TranscriptMessage, coerce_transcript
+
+if TYPE_CHECKING:
+    from .client import OpenAIChatDistiller, ResponseMode
+
+
+def __getattr__(name: str) -> object:
+    # The model client loads httpx (a quarter of a second); the offline distiller
+    # and the result types never need it.
+    if name in ("OpenAIChatDistiller", "ResponseMode"):
+        from . import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'contextforge.distill' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "DEFAULT_MAX_SUMMARY_CHARS",
     "FACT_KINDS",
     "DistillError",
+    "DistillResult",
     "DistillResponseError",
     "DistillTimeoutError",
     "Distillation",
@@ -52,6 +74,7 @@ __all__ = [
     "FactKind",
     "OpenAIChatDistiller",
     "ResponseMode",
+    "SavedItem",
     "Transcript",
     "TranscriptMessage",
     "coerce_transcript",
