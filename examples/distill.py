@@ -14,7 +14,7 @@ TRANSCRIPT = [
 
 
 async def main() -> None:
-    async with await ContextForge.open() as cf:
+    async with ContextForge.open() as cf:
         result = await cf.distill_and_save(TRANSCRIPT, scope="project:billing", session_id="sync-1")
         for item in result.saved:
             print(f"{item.kind:8} {item.fact_kind or '':10} {item.text}")

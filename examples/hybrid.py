@@ -14,7 +14,7 @@ from contextforge.embedders import LocalEmbedder
 
 async def main() -> None:
     config = Config(embedder=LocalEmbedder())  # runs in Rust: no torch, no network
-    async with await ContextForge.open(config) as cf:
+    async with ContextForge.open(config) as cf:
         await cf.save_many([
             {"content": "We adopted a grey kitten from the shelter on Sunday", "scope": "user:1"},
             {"content": "The staging rollout failed: the DATABASE_URL variable was missing",

@@ -9,7 +9,7 @@ from contextforge import ContextForge
 
 async def main() -> None:
     path = os.path.join(tempfile.mkdtemp(), "memory.db")
-    async with await ContextForge.open(path) as cf:
+    async with ContextForge.open(path) as cf:
         await cf.save("the deploy failed: missing env var", kind="note", scope="project:demo")
         await cf.save("prefers short answers in British English", kind="fact", scope="user:42")
         hits = await cf.query("deploy failure", "project:demo", 2048)
@@ -18,7 +18,7 @@ async def main() -> None:
         assert [h.content for h in hits] == ["the deploy failed: missing env var"]
 
     # Memory is durable: a new process (or a reopen) finds it again.
-    async with await ContextForge.open(path) as cf:
+    async with ContextForge.open(path) as cf:
         assert len(await cf.query("deploy", "project:demo", 2048)) == 1
 
 
