@@ -120,6 +120,14 @@ async def test_save_search_get_update_delete(db: Path) -> None:
         saved = await result(session, "save_memory", content="prefers green tea in the morning",
                              kind="preference", metadata={"source": "chat"})
         assert saved["scope"] == "user:42"  # the first --scope is the default
+        assert saved["created"] is True
+        again = await result(session, "save_memory", content="prefers  green tea in the morning",
+                             kind="preference", metadata={"source": "chat"})
+        assert again["id"] == saved["id"] and again["created"] is False
+        other_session = await result(session, "save_memory", content="prefers green tea in the morning",
+                                     kind="preference", metadata={"source": "chat"}, session_id="s2")
+        assert other_session["created"] is True and other_session["id"] != saved["id"]
+        await result(session, "delete_memory", id=other_session["id"])
         other = await result(session, "save_memory", content="standup is at nine",
                              scope="user:42:work")
 

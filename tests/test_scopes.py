@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextforge import Config, ContextForge
+from contextforge import ALL_SCOPES, Config, ContextForge
 
 SCOPES = ["user:1", "user:2", "user:10", "team:a", None]
 WORDS = ["apple", "banana", "cherry", "deploy", "error", "failure"]
@@ -18,7 +18,8 @@ async def test_scope_filters_and_global_entries(mem: ContextForge) -> None:
     assert [h.id for h in await mem.query("apple", "user:1")] == [a]
     assert [h.id for h in await mem.query("apple", "user:2")] == [b]
     assert {h.id for h in await mem.query("apple", ["user:1", None])} == {a, g}
-    assert {h.id for h in await mem.query("apple", None)} == {a, b, g}
+    assert {h.id for h in await mem.query("apple", None)} == {g}  # None: global entries only
+    assert {h.id for h in await mem.query("apple", ALL_SCOPES)} == {a, b, g}
     assert await mem.query("apple", "user") == []  # no prefix matching
     assert await mem.query("apple", "USER:1") == []  # scopes are exact
 

@@ -15,9 +15,9 @@ from typing import Any, Literal, TypedDict, TypeVar, Union
 T = TypeVar("T")
 
 from .errors import InvalidInputError, InvalidTypeError
+from .scope import ALL_SCOPES, AllScopes, Scope, ScopeFilter
 
 Timestamp = Union[datetime, int, float]
-Scope = Union[str, None, Sequence[Union[str, None]]]
 InjectionPolicy = Literal["flag", "drop"]
 ContextOrder = Literal["score", "chronological", "edges"]
 
@@ -111,18 +111,53 @@ def _check_json(value: object, path: str, depth: int) -> None:
 
 
 def scopes(value: Scope) -> list[str | None] | None:
-    """``None`` means every scope; a str one scope; a list several, where ``None``
-    in the list stands for global (unscoped) entries."""
-    if value is None:
+    """The engine's scope list: ``None`` for ``ALL_SCOPES``; otherwise the scopes
+    asked for, where ``None`` stands for global (unscoped) entries."""
+    if value is ALL_SCOPES:
         return None
-    if isinstance(value, str):
+    if value is None or isinstance(value, str):
         return [value]
     if isinstance(value, Sequence):
-        out = [optional_text("scope", s) for s in value]
+        out = []
+        for s in value:
+            if isinstance(s, AllScopes):
+                raise InvalidInputError("ALL_SCOPES cannot be part of a scope list: pass it alone")
+            out.append(optional_text("scope", s))
         if not out:
-            raise InvalidInputError("scope list is empty: pass None to search every scope")
+            raise InvalidInputError(
+                "scope list is empty: pass ALL_SCOPES to search every scope, None for global entries"
+            )
         return out
-    raise InvalidTypeError(f"scope must be a str, None or a list, not {type(value).__name__}")
+    raise InvalidTypeError(
+        f"scope must be a str, None, a list or ALL_SCOPES, not {type(value).__name__}"
+    )
+
+
+def scope_filter(value: ScopeFilter) -> tuple[bool, str | None]:
+    """``list``/``count``'s scope: ``(False, None)`` for every scope, ``(True, scope)``
+    for one (``None``: global entries)."""
+    if value is ALL_SCOPES:
+        return False, None
+    if isinstance(value, AllScopes) or (value is not None and not isinstance(value, str)):
+        raise InvalidTypeError(
+            f"scope must be a str, None or ALL_SCOPES, not {type(value).__name__}"
+        )
+    return True, value
+
+
+class SaveItem(TypedDict):
+    """One entry as ``save``/``save_many`` hand it to the engine."""
+
+    content: str
+    kind: str
+    scope: str | None
+    session_id: str | None
+    metadata: str | None  # JSON text
+    timestamp: int | None
+    expires_at: int | None
+    dedupe: bool
+    id: int | None
+    scrub: bool
 
 
 def save_item(
@@ -135,19 +170,36 @@ def save_item(
     dedupe: object = True,
     ttl: Any = None,
     expires_at: Any = None,
-) -> tuple[str, str, str | None, str | None, str | None, int | None, int | None, bool]:
-    if not isinstance(dedupe, bool):
-        raise InvalidTypeError(f"dedupe must be a bool, not {type(dedupe).__name__}")
-    return (
-        text("content", content),
-        text("kind", kind),
-        optional_text("scope", scope),
-        optional_text("session_id", session_id),
-        metadata_json(metadata),
-        timestamp_us("timestamp", timestamp),
-        expiry_us(ttl, expires_at),
-        dedupe,
-    )
+    id: object = None,
+    scrub: object = True,
+) -> SaveItem:
+    return {
+        "content": text("content", content),
+        "kind": text("kind", kind),
+        "scope": optional_text("scope", scope),
+        "session_id": optional_text("session_id", session_id),
+        "metadata": metadata_json(metadata),
+        "timestamp": timestamp_us("timestamp", timestamp),
+        "expires_at": expiry_us(ttl, expires_at),
+        "dedupe": flag("dedupe", dedupe),
+        "id": None if id is None else entry_id(id),
+        "scrub": flag("scrub", scrub),
+    }
+
+
+def flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidTypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def entry_id(value: object) -> int:
+    """An id given for a new entry: a positive int."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTypeError(f"id must be an int, not {type(value).__name__}")
+    if not 1 <= value < 2**63:
+        raise InvalidInputError(f"id must be a positive integer below 2**63, got {value}")
+    return value
 
 
 def expiry_us(ttl: Any, expires_at: Any) -> int | None:

@@ -3,7 +3,7 @@
 import os
 from collections.abc import Awaitable
 from datetime import datetime
-from typing import Any, final
+from typing import Any, TypedDict, final
 
 import numpy
 import numpy.typing as npt
@@ -17,8 +17,28 @@ __build__: str
 
 @final
 class Hit:
-    """An entry returned by a query."""
+    """An entry returned by a query (with a score) or a lookup (``score`` is ``None``).
 
+    A value: hits compare equal when their fields are equal, and they pickle,
+    copy and convert with :meth:`to_dict`. Build one by hand for a test fake.
+    """
+
+    def __init__(
+        self,
+        id: int,
+        content: str,
+        kind: str = "note",
+        *,
+        scope: str | None = None,
+        session_id: str | None = None,
+        timestamp: datetime | None = None,
+        tokens: int = 0,
+        metadata: dict[str, Any] | None = None,
+        score: float | None = None,
+        expires_at: datetime | None = None,
+        updated_at: datetime | None = None,
+        risks: list[str] = ...,
+    ) -> None: ...
     @property
     def id(self) -> int: ...
     @property
@@ -43,11 +63,25 @@ class Hit:
     def risks(self) -> list[str]:
         """Prompt-injection risks found in the content, e.g. ``["instruction_override"]``."""
     @property
+    def expires_at(self) -> datetime | None:
+        """When the entry expires, as an aware UTC datetime; ``None`` if it is permanent."""
+    @property
+    def updated_at(self) -> datetime | None:
+        """When ``update`` last changed the entry; ``None`` if it never did."""
+    @property
     def metadata(self) -> dict[str, Any]:
         """A new dict with the metadata saved with the entry (empty if none)."""
     @property
-    def score(self) -> float:
-        """Relevance times the recency boost; higher is better."""
+    def score(self) -> float | None:
+        """Relevance times the recency boost for a query's hit (higher is better);
+        ``None`` for an entry read by id or listed."""
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a new dict (datetimes stay datetimes)."""
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
+
+def _rebuild_hit(cls: type[Hit], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hit: ...
 
 @final
 class Context:
@@ -68,7 +102,19 @@ class Context:
     def unknown_citations(self, answer: str) -> list[str]:
         """Citation ids in ``answer`` that are not in this block."""
 
-_Item = tuple[str, str, str | None, str | None, str | None, int | None, int | None, bool]
+class _Item(TypedDict):
+    """One entry for `save_detailed` (`_convert.SaveItem`)."""
+
+    content: str
+    kind: str
+    scope: str | None
+    session_id: str | None
+    metadata: str | None
+    timestamp: int | None
+    expires_at: int | None
+    dedupe: bool
+    id: int | None
+    scrub: bool
 _Filter = tuple[bool, str | None, str | None, str | None, int | None, int | None]
 _Matrix = npt.NDArray[numpy.float32]
 _Vector = npt.NDArray[numpy.float32]
@@ -91,7 +137,7 @@ class Engine:
         flush_ms: int,
         busy_timeout_ms: int,
         scrub: bool,
-        scrub_pii: bool,
+        scrub_pii: bool | None,
         scrub_metadata: bool,
         max_entries_per_scope: int | None,
         eviction: str,
@@ -106,7 +152,11 @@ class Engine:
         mmr_lambda: float | None = None,
         duplicate_similarity: float | None = None,
         mmr_window: int | None = None,
+        read_only: bool = False,
     ) -> Awaitable[Engine]: ...
+    @property
+    def scrub_dropped(self) -> list[str]:
+        """What the store scrubbed before this open that this one does not."""
     def scrub(self, texts: list[str]) -> Awaitable[list[str]]:
         """Content as it would be stored: secrets (and PII when configured) redacted."""
     def embedder(self) -> Awaitable[tuple[str, int] | None]:
@@ -178,9 +228,12 @@ class Engine:
         kind: str | None,
         metadata: tuple[bool, str | None],
         scope: tuple[bool, str | None],
+        expires_at: tuple[bool, int | None] = (False, None),
+        scrub: bool = True,
         embedding: _Vector | None = None,
     ) -> Awaitable[Hit]:
-        """`metadata`/`scope` take (given?, value) so that `None` can mean "remove"."""
+        """`metadata`/`scope`/`expires_at` take (given?, value) so that `None` can
+        mean "remove"."""
     def delete_many(self, ids: list[int]) -> Awaitable[list[bool]]: ...
     def purge_expired(self, now: int | None = None) -> Awaitable[int]: ...
     def clear_scope(self, scope: str) -> Awaitable[int]: ...

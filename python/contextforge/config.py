@@ -93,7 +93,10 @@ class Config:
             in URLs, ...) as ``[REDACTED:<label>]`` before anything is stored or
             indexed. On by default; the setting is recorded in the database.
         scrub_pii: Also redact e-mail addresses, phone numbers, payment card numbers
-            (Luhn-checked) and IBANs. Off by default.
+            (Luhn-checked) and IBANs. ``None`` (the default) keeps what the store
+            recorded the last time it was opened with ``True`` or ``False`` (off
+            for a new store), so the CLI and the MCP server honour the setting
+            of the application that owns the store.
         scrub_metadata: Scrub the strings inside metadata too (keys give context:
             ``{"password": "hunter2"}`` is redacted).
         max_entries_per_scope: Keep at most this many entries in each scope (the
@@ -102,6 +105,10 @@ class Config:
         eviction: Which entries a full scope gives up first: ``"oldest"`` (by
             timestamp) or ``"least_recently_returned"`` (by the last time a query
             returned them; an entry never returned counts from when it was saved).
+        read_only: Open a database file read-only: queries and reads work, every
+            write raises ``StorageError``, and the search index is built in RAM
+            (its directory may not be writable). A file this process may not
+            write is opened read-only without being asked.
     """
 
     path: str = ":memory:"
@@ -128,10 +135,11 @@ class Config:
     flush_ms: int = 1000
     busy_timeout_ms: int = 10_000
     scrub: bool = True
-    scrub_pii: bool = False
+    scrub_pii: bool | None = None
     scrub_metadata: bool = True
     max_entries_per_scope: int | None = None
     eviction: Literal["oldest", "least_recently_returned"] = "oldest"
+    read_only: bool = False
 
     @classmethod
     def coerce(cls, target: Config | PathLike) -> Config:

@@ -13,6 +13,7 @@ __all__ = [
     "InvalidTypeError",
     "NotFound",
     "RetryableStorageError",
+    "ScrubbingWeakenedWarning",
     "SearchIndexError",
     "StorageError",
 ]
@@ -65,3 +66,8 @@ class EmbedderMismatchError(ContextForgeError, ValueError):
 
 class InternalError(ContextForgeError, RuntimeError):
     """A bug in contextforge; please report it with the message."""
+
+
+class ScrubbingWeakenedWarning(UserWarning):
+    """A store that scrubbed secrets (or PII, or metadata) until now was opened
+    with a ``Config`` that does not: entries saved from now on keep them."""

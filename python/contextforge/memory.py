@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from functools import partial
@@ -9,11 +10,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _convert, _core
-from ._convert import ContextOrder, InjectionPolicy, Scope, Timestamp
+from ._convert import ContextOrder, InjectionPolicy, Timestamp
+from .scope import ALL_SCOPES, Scope, ScopeFilter
 from ._vectors import Vector, Vectors, as_matrix, as_vector, embed, embedder_name
 from .config import Config, PathLike
-from .errors import InvalidInputError, InvalidTypeError
+from .errors import InvalidInputError, InvalidTypeError, ScrubbingWeakenedWarning
 from .hits import Hits
+from .opening import Opening
+from .saved import Saved
 
 if TYPE_CHECKING:
     from .distill import Distiller, Transcript
@@ -24,7 +28,7 @@ __all__ = ["ContextForge", "verify_citations"]
 
 _SAVE_KEYS = frozenset(
     {"content", "kind", "scope", "session_id", "metadata", "timestamp", "dedupe", "ttl",
-     "expires_at", "embedding"}
+     "expires_at", "embedding", "id", "scrub"}
 )
 _UNSET: Any = object()
 _PAGE = 500
@@ -56,14 +60,15 @@ class ContextForge:
         self._config = config
 
     @classmethod
-    async def open(
+    def open(
         cls,
         target: Config | PathLike = ":memory:",
         *,
         reembed: bool = False,
         on_progress: Callable[[int, int], None] | None = None,
-    ) -> ContextForge:
-        """Opens (or creates) a store.
+    ) -> Opening[ContextForge]:
+        """Opens (or creates) a store: ``await`` the result, or use it in
+        ``async with ContextForge.open(path) as cf:`` (which also closes it).
 
         Args:
             target: A database path, ``":memory:"`` (the default), a libSQL server
@@ -83,6 +88,15 @@ class ContextForge:
                 is not the one the store's vectors come from, and ``reembed`` is
                 false. Nothing is changed.
         """
+        return Opening(cls._open(target, reembed, on_progress))
+
+    @classmethod
+    async def _open(
+        cls,
+        target: Config | PathLike,
+        reembed: bool,
+        on_progress: Callable[[int, int], None] | None,
+    ) -> ContextForge:
         config = Config.coerce(target)
         if not isinstance(reembed, bool):
             raise InvalidTypeError(f"reembed must be a bool, not {type(reembed).__name__}")
@@ -114,9 +128,18 @@ class ContextForge:
                 mmr_lambda=config.mmr_lambda,
                 duplicate_similarity=config.duplicate_similarity,
                 mmr_window=config.mmr_window,
+                read_only=config.read_only,
             )
         )
         store = cls(engine, config)
+        if engine.scrub_dropped:
+            warnings.warn(
+                f"{config.path}: this store was scrubbed of {' and '.join(engine.scrub_dropped)} "
+                "until now, and this Config does not scrub it: entries saved from now on "
+                "keep it as given",
+                ScrubbingWeakenedWarning,
+                stacklevel=3,
+            )
         if config.embedder is not None:
             try:
                 await store._adopt_embedder(reembed, on_progress)
@@ -217,8 +240,10 @@ class ContextForge:
         ttl: float | timedelta | None = None,
         expires_at: Timestamp | None = None,
         embedding: Vector | None = None,
-    ) -> int:
-        """Saves one entry and returns its id.
+        scrub: bool = True,
+    ) -> Saved:
+        """Saves one entry and returns its id, as a :class:`Saved` (an ``int``
+        whose ``created`` says whether this call stored a new entry).
 
         When this returns, the entry is durable in the database and visible to the
         very next query from any task.
@@ -232,37 +257,64 @@ class ContextForge:
             metadata: A JSON-compatible dict, returned exactly as given.
             timestamp: When it happened: an aware ``datetime`` or Unix seconds;
                 defaults to now.
-            dedupe: When content identical after normalisation (Unicode NFKC,
-                whitespace) already exists in the scope, return its id instead of
-                saving a second copy. Pass ``False`` to keep both.
+            dedupe: When an entry identical to this one is already stored,
+                return its id (with ``created=False``) instead of saving a second
+                copy. Identical means: content equal after normalisation
+                (Unicode NFKC, whitespace), and the same scope, session, kind and
+                metadata, and the same expiry (both permanent, or expiring at the
+                same instant; an expired entry never counts). So a repeated
+                chat turn in another session, or with other metadata, is always
+                stored. Pass ``False`` to keep every copy.
             ttl: Forget the entry this long from now (seconds or a ``timedelta``).
             expires_at: ...or at this time. Expired entries are never returned and
                 are purged (on open and by :meth:`purge_expired`).
             embedding: The content's vector (a float32 array or a sequence of
                 floats), for hybrid retrieval. By default ``Config.embedder``
                 embeds the content (after scrubbing), when one is set.
+            scrub: Redact secrets (and, with ``Config.scrub_pii``, personal
+                data) from the content and from the strings in ``metadata``
+                before anything is stored, indexed or embedded (the default,
+                when the store scrubs at all). ``False`` stores this entry's
+                content and metadata exactly as given, for values kept as data
+                (tool-call arguments, key-value records). Labels (scope,
+                session, kind) are never rewritten: one holding a secret is
+                refused.
 
         Raises:
             InvalidInputError: (a ``ValueError``; ``InvalidTypeError`` is also a
                 ``TypeError``) when an argument is rejected. Nothing is saved.
         """
         item = _convert.save_item(
-            content, kind, scope, session_id, metadata, timestamp, dedupe, ttl, expires_at
+            content, kind, scope, session_id, metadata, timestamp, dedupe, ttl, expires_at,
+            scrub=scrub,
         )
         if embedding is not None:
             vectors: Vectors | None = as_vector(embedding)[None, :]
         else:
-            vectors = await self._embed([item[0]])
-        [(entry_id, _)] = await _call(lambda: self._engine.save_detailed([item], vectors))
-        return entry_id
+            vectors = await self._embed([item["content"]], scrubbed=not item["scrub"])
+        [(entry_id, created)] = await _call(lambda: self._engine.save_detailed([item], vectors))
+        return Saved(entry_id, created)
 
-    async def save_many(self, items: Iterable[Mapping[str, Any]]) -> list[int]:
-        """Saves several entries in one transaction: all of them, or none.
+    async def save_many(self, items: Iterable[Mapping[str, Any]]) -> list[Saved]:
+        """Saves several entries in one transaction: all of them, or none; returns
+        a :class:`Saved` id per item, in order.
 
         Each item is a mapping with :meth:`save`'s argument names (``content`` is
-        required). A bad item raises ``InvalidInputError`` naming its position, and
+        required), and optionally ``id``: the entry is then stored with exactly
+        that id, as when restoring a backup (an id already taken raises
+        ``InvalidInputError`` and nothing is saved; such an item is never
+        deduplicated). A bad item raises ``InvalidInputError`` naming its position, and
         nothing is saved. ``Config.embedder`` embeds the items in batches; without
         one, give every item an ``embedding`` or none.
+
+        An item that duplicates an earlier item of the same call (see ``save``'s
+        ``dedupe``) gets that item's id with ``created=False``. Every item of
+        one call gets the same default timestamp (the time of the call); ids
+        rise in the order the items were given, and ``list()`` (newest first,
+        ties broken by the higher id) yields them last item first.
+        With ``Config.max_entries_per_scope``, the items beyond a scope's cap
+        are evicted in the same transaction and their ids are still returned
+        (``created=True``; ``get`` then gives ``None``).
         """
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
             raise InvalidTypeError(
@@ -292,15 +344,17 @@ class ContextForge:
         # The engine has taken its own copy: let this one go while it saves.
         del prepared, given, vectors
         saved = await saving
-        return [entry_id for entry_id, _ in saved]
+        return [Saved(entry_id, created) for entry_id, created in saved]
 
-    async def _item_vectors(self, prepared: Sequence[tuple[Any, ...]], given: list[Any]) -> Vectors | None:
+    async def _item_vectors(
+        self, prepared: Sequence[_convert.SaveItem], given: list[Any]
+    ) -> Vectors | None:
         """One vector per item: the given ones, the embedder's for the rest."""
         missing = [i for i, v in enumerate(given) if v is None]
         if len(missing) == len(given):
-            return await self._embed([p[0] for p in prepared])
+            return await self._embed([p["content"] for p in prepared])
         if missing:
-            made = await self._embed([prepared[i][0] for i in missing])
+            made = await self._embed([prepared[i]["content"] for i in missing])
             if made is None:
                 raise InvalidInputError(
                     f"item {missing[0]}: no embedding; give every item one (or none), "
@@ -341,9 +395,10 @@ class ContextForge:
 
         Args:
             q: What to look for.
-            scope: ``None`` searches every scope; a str searches one scope; a list
-                searches several, with ``None`` in the list meaning global entries
-                (``["user:42", None]``).
+            scope: A str searches one scope; ``None`` (the default) searches
+                global entries, those saved without a scope; a list searches
+                several (``["user:42", None]``: a user's entries and the global
+                ones); :data:`contextforge.ALL_SCOPES` searches every scope.
             budget: The most tokens the returned entries may hold together.
             now: The clock for recency, for reproducible ranking; defaults to now.
             depth: Ranked candidates to consider before packing.
@@ -486,14 +541,23 @@ class ContextForge:
         metadata: Mapping[str, Any] | None = _UNSET,
         scope: str | None = _UNSET,
         embedding: Vector | None = None,
+        ttl: float | timedelta | None = _UNSET,
+        expires_at: Timestamp | None = _UNSET,
+        scrub: bool = True,
     ) -> _core.Hit:
-        """Changes an entry and returns it as stored.
+        """Changes an entry and returns it as stored, with ``updated_at`` set.
 
         Content is re-counted, re-indexed and (with ``Config.embedder``, or the
         given ``embedding``) re-embedded at once; new content without either
         drops the entry's old vector. ``metadata=None`` removes the
-        metadata and ``scope=None`` makes the entry global; leaving an argument out
-        keeps that field.
+        metadata and ``scope=None`` makes the entry global; ``ttl`` (from now)
+        or ``expires_at`` sets a new expiry, and ``expires_at=None`` makes the
+        entry permanent; leaving an argument out keeps that field. ``scrub``
+        is :meth:`save`'s.
+
+        An update never merges entries: it may make an entry identical to
+        another one (the two keep their ids), which ``save`` would have
+        deduplicated.
 
         Raises:
             NotFound: (a ``KeyError``) when no entry has this id.
@@ -503,18 +567,29 @@ class ContextForge:
         new_kind = _convert.optional_text("kind", kind)
         meta = (False, None) if metadata is _UNSET else (True, _convert.metadata_json(metadata))
         new_scope = (False, None) if scope is _UNSET else (True, _convert.optional_text("scope", scope))
+        if ttl is not _UNSET and expires_at is not _UNSET:
+            raise InvalidInputError("give ttl or expires_at, not both")
+        if ttl is not _UNSET:
+            if ttl is None:
+                raise InvalidInputError("ttl=None is not an expiry: use expires_at=None to make it permanent")
+            expiry: tuple[bool, int | None] = (True, _convert.expiry_us(ttl, None))
+        elif expires_at is not _UNSET:
+            expiry = (True, _convert.expiry_us(None, expires_at))
+        else:
+            expiry = (False, None)
+        do_scrub = _convert.flag("scrub", scrub)
         vector: Any = None
         if embedding is not None:
             if new_content is None:
                 raise InvalidInputError("an embedding can only come with new content")
             vector = as_vector(embedding)
         elif new_content is not None:
-            made = await self._embed([new_content])
+            made = await self._embed([new_content], scrubbed=not do_scrub)
             vector = None if made is None else made[0]
         return await _call(
             lambda: self._engine.update(
                 entry_id, content=new_content, kind=new_kind, metadata=meta, scope=new_scope,
-                embedding=vector,
+                expires_at=expiry, scrub=do_scrub, embedding=vector,
             )
         )
 
@@ -547,13 +622,14 @@ class ContextForge:
         return await self._engine.clear_all()
 
     async def scopes(self) -> dict[str | None, int]:
-        """Every scope with its number of entries; ``None`` is the global scope."""
+        """Every scope with its number of live (unexpired) entries; ``None`` is the
+        global scope."""
         return dict(await self._engine.scopes())
 
     async def list(
         self,
         *,
-        scope: str | None = _UNSET,
+        scope: ScopeFilter = ALL_SCOPES,
         kind: str | None = None,
         session_id: str | None = None,
         since: Timestamp | None = None,
@@ -561,10 +637,10 @@ class ContextForge:
         page_size: int = _PAGE,
     ) -> AsyncIterator[_core.Hit]:
         """Iterates over entries newest first, fetching ``page_size`` at a time, so
-        memory stays bounded however large the store is. Leave ``scope`` out for
-        every scope; ``scope=None`` lists global entries."""
-        filt = _convert.list_filter(scope is not _UNSET, None if scope is _UNSET else scope,
-                                    kind, session_id, since, until)
+        memory stays bounded however large the store is. ``scope`` is one scope,
+        ``None`` for global entries, or ``ALL_SCOPES`` (the default) for every
+        scope. Entries with equal timestamps come newest id first."""
+        filt = _convert.list_filter(*_convert.scope_filter(scope), kind, session_id, since, until)
         size = _convert.positive_int("page_size", page_size)
         cursor: tuple[int, int] | None = None
         while True:
@@ -575,11 +651,10 @@ class ContextForge:
             if cursor is None or len(page) < size:
                 return
 
-    async def count(self, scope: str | None = _UNSET) -> int:
-        """The number of entries: in every scope by default, in one scope when
-        given, or global entries for ``scope=None``."""
-        has_scope = scope is not _UNSET
-        filt = _convert.list_filter(has_scope, scope if has_scope else None, None, None, None, None)
+    async def count(self, scope: ScopeFilter = ALL_SCOPES) -> int:
+        """The number of live entries: in every scope by default (``ALL_SCOPES``),
+        in one scope when given, or global entries for ``scope=None``."""
+        filt = _convert.list_filter(*_convert.scope_filter(scope), None, None, None, None)
         return await _call(lambda: self._engine.count(filt))
 
     async def flush(self) -> None:

@@ -15,7 +15,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar
 
 from . import _core
-from ._convert import ContextOrder, InjectionPolicy, Scope, Timestamp
+from ._convert import ContextOrder, InjectionPolicy, Timestamp
+from .saved import Saved
+from .scope import ALL_SCOPES, Scope, ScopeFilter
 from .config import Config, PathLike
 from .errors import ClosedError
 from ._vectors import Vector
@@ -74,7 +76,7 @@ class ContextForgeSync:
         )
         thread.start()
         try:
-            opening = ContextForge.open(target, reembed=reembed, on_progress=on_progress)
+            opening = ContextForge._open(target, reembed, on_progress)
             store = _wait(asyncio.run_coroutine_threadsafe(opening, loop))
         except BaseException:
             _stop(loop, thread)
@@ -113,7 +115,8 @@ class ContextForgeSync:
         ttl: float | timedelta | None = None,
         expires_at: Timestamp | None = None,
         embedding: Vector | None = None,
-    ) -> int:
+        scrub: bool = True,
+    ) -> Saved:
         return self._run(
             self._async.save(
                 content,
@@ -126,10 +129,11 @@ class ContextForgeSync:
                 ttl=ttl,
                 expires_at=expires_at,
                 embedding=embedding,
+                scrub=scrub,
             )
         )
 
-    def save_many(self, items: Iterable[Mapping[str, Any]]) -> list[int]:
+    def save_many(self, items: Iterable[Mapping[str, Any]]) -> list[Saved]:
         return self._run(self._async.save_many(_here(items)))
 
     def query(
@@ -238,11 +242,15 @@ class ContextForgeSync:
         metadata: Mapping[str, Any] | None = _UNSET,
         scope: str | None = _UNSET,
         embedding: Vector | None = None,
+        ttl: float | timedelta | None = _UNSET,
+        expires_at: Timestamp | None = _UNSET,
+        scrub: bool = True,
     ) -> _core.Hit:
         # A left-out argument stays the async layer's "unset" sentinel.
         return self._run(
             self._async.update(
-                id, content=content, kind=kind, metadata=metadata, scope=scope, embedding=embedding
+                id, content=content, kind=kind, metadata=metadata, scope=scope,
+                embedding=embedding, ttl=ttl, expires_at=expires_at, scrub=scrub,
             )
         )
 
@@ -270,7 +278,7 @@ class ContextForgeSync:
     def list(
         self,
         *,
-        scope: str | None = _UNSET,
+        scope: ScopeFilter = ALL_SCOPES,
         kind: str | None = None,
         session_id: str | None = None,
         since: Timestamp | None = None,
@@ -293,7 +301,7 @@ class ContextForgeSync:
             if len(batch) < chunk:
                 return
 
-    def count(self, scope: str | None = _UNSET) -> int:
+    def count(self, scope: ScopeFilter = ALL_SCOPES) -> int:
         return self._run(self._async.count(scope))
 
     def flush(self) -> None:

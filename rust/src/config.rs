@@ -192,6 +192,14 @@ pub struct Config {
     pub max_entries_per_scope: Option<usize>,
     /// Which entries a full scope gives up first.
     pub eviction: Eviction,
+    /// Take `scrub.pii` from the store: on when the store recorded that it
+    /// scrubs personal data (a new store: off). What tools that open a store
+    /// without a PII setting of their own use, so they honour the application's.
+    pub scrub_pii_from_store: bool,
+    /// Open a database file read-only: queries and reads work, writes fail
+    /// with a typed error, and the search index is kept in RAM. A file this
+    /// process may not write is opened read-only without being asked.
+    pub read_only: bool,
 }
 
 /// Scrubbing settings; secrets are redacted by default.
@@ -244,6 +252,8 @@ impl Default for Config {
             scrub: Scrub::default(),
             max_entries_per_scope: None,
             eviction: Eviction::Oldest,
+            scrub_pii_from_store: false,
+            read_only: false,
         }
     }
 }

@@ -44,6 +44,12 @@ pub struct NewEntry {
     pub dedupe: bool,
     /// The content's embedding, for hybrid retrieval.
     pub embedding: Option<Vec<f32>>,
+    /// Store the entry with exactly this id (restoring a backup); `None` takes
+    /// the next one. An entry with an id is never deduplicated.
+    pub id: Option<i64>,
+    /// Redact secrets (and PII, when the store is configured for it) from the
+    /// content and metadata; `false` stores them as given.
+    pub scrub: bool,
 }
 
 impl NewEntry {
@@ -58,6 +64,8 @@ impl NewEntry {
             expires_at: None,
             dedupe: true,
             embedding: None,
+            id: None,
+            scrub: true,
         }
     }
 
@@ -98,6 +106,9 @@ impl NewEntry {
         if let Some(vector) = &self.embedding {
             validate_vector("embedding", vector)?;
         }
+        if self.id.is_some_and(|id| id < 1) {
+            return Err(Error::invalid("id must be a positive integer"));
+        }
         Ok(())
     }
 }
@@ -130,6 +141,10 @@ pub fn validate_label(name: &str, value: &str) -> Result<()> {
     if value.chars().any(char::is_control) {
         return Err(Error::invalid(format!("{name} must not contain control characters")));
     }
+    // Labels are stored and shown as given, never redacted.
+    if let Some(rule) = crate::scrub::label_secret(value) {
+        return Err(Error::invalid(format!("{name} must not hold a secret (found: {rule})")));
+    }
     Ok(())
 }
 
@@ -153,6 +168,8 @@ pub struct Entry {
     pub timestamp: Micros,
     pub tokens: u32,
     pub expires_at: Option<Micros>,
+    /// When `update` last changed the entry; `None` if it never did.
+    pub updated_at: Option<Micros>,
     /// The prompt-injection check stored with the entry when it was written
     /// (`safety::injection::stamp`); `None` for entries written before stores
     /// kept one.

@@ -53,6 +53,12 @@ impl Error {
     pub fn invalid(msg: impl fmt::Display) -> Self {
         Error::InvalidInput(msg.to_string())
     }
+
+    /// A storage failure that retrying cannot mend (a missing directory, a
+    /// read-only store), in plain words.
+    pub fn plain_storage(msg: impl fmt::Display) -> Self {
+        Error::Storage { message: msg.to_string(), retryable: false, source: None }
+    }
 }
 
 impl Error {

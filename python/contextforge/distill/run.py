@@ -86,7 +86,7 @@ async def distill_into(
     if not items:
         return DistillResult((), (), result.model, len(chunks))
     prepared = [_convert.save_item(**item) for item in items]
-    vectors = None if embed is None else await embed([p[0] for p in prepared])
+    vectors = None if embed is None else await embed([p["content"] for p in prepared])
     # One transaction: all or nothing.
     outcome = await _convert.call(lambda: engine.save_detailed(prepared, vectors))
     saved: list[SavedItem] = []

@@ -11,6 +11,8 @@ from typing import Any
 from .._vectors import embedder_name
 from ..config import Config
 from ..memory import ContextForge
+from ..scope import ALL_SCOPES
+from ..scope import Scope as CfScope
 from .metrics import query_metrics
 from .report import QueryResult, Report
 from .spec import Query, Spec, sees
@@ -75,11 +77,15 @@ async def evaluate(
             }
             for e in spec.entries
         ])
-        external = dict(zip(ids, (e.id for e in spec.entries), strict=True))
+        external = dict(zip(map(int, ids), (e.id for e in spec.entries), strict=True))
         newest = newest_by_scope(spec)
         for query in spec.queries:
             now = query_now(query, newest)
-            scope = list(query.scope) if isinstance(query.scope, tuple) else query.scope
+            # In a spec, a query without a scope searches every scope.
+            scope: CfScope = (
+                ALL_SCOPES if query.scope is None
+                else list(query.scope) if isinstance(query.scope, tuple) else query.scope
+            )
             ranked = await cf.query(query.text, scope, _UNBOUNDED, now=now, depth=depth)
             packed = await cf.query(query.text, scope, budget, now=now)
             runs[query.id] = Run(

@@ -25,6 +25,11 @@ class Memory(BaseModel):
     metadata: dict[str, Any]
     risks: list[str] = Field(description="Prompt-injection patterns found in the content.")
     score: float | None = Field(default=None, description="Relevance, for search results.")
+    created: bool | None = Field(
+        default=None,
+        description="For save_memory: false when an identical memory (same text, scope, "
+        "session, kind and metadata) was already stored and its id is returned.",
+    )
 
 
 class SearchResult(BaseModel):
@@ -48,7 +53,7 @@ class Deleted(BaseModel):
     deleted: bool
 
 
-def memory(hit: Hit, *, ranked: bool = False) -> Memory:
+def memory(hit: Hit, *, ranked: bool = False, created: bool | None = None) -> Memory:
     return Memory(
         id=hit.id,
         citation=f"mem:{hit.id}",
@@ -61,4 +66,5 @@ def memory(hit: Hit, *, ranked: bool = False) -> Memory:
         metadata=hit.metadata,
         risks=hit.risks,
         score=hit.score if ranked else None,
+        created=created,
     )

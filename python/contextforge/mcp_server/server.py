@@ -78,8 +78,9 @@ def build_server(store: ContextForge, policy: ScopePolicy, *, host: str = "127.0
         return hit
 
     @server.tool(
-        description="Save a memory (a fact, preference, decision or note) and return its id. "
-        "Text already saved in the scope returns the existing id. " + UNTRUSTED,
+        description="Save a memory (a fact, preference, decision or note) and return it with "
+        "its id. Saving a memory identical to one already stored (same text, scope, session, "
+        "kind and metadata) returns the existing one with created=false. " + UNTRUSTED,
         annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False),
     )
     async def save_memory(
@@ -90,9 +91,9 @@ def build_server(store: ContextForge, policy: ScopePolicy, *, host: str = "127.0
         metadata: Annotated[dict[str, Any] | None, Field(description="JSON data kept with it.")] = None,
     ) -> Memory:
         target = _guard(write_scope, scope)
-        entry_id = await store.save(content, kind, scope=target, session_id=session_id,
-                                    metadata=metadata)
-        return memory(await fetch(int(entry_id)))
+        saved = await store.save(content, kind, scope=target, session_id=session_id,
+                                 metadata=metadata)
+        return memory(await fetch(saved.id), created=saved.created)
 
     @server.tool(
         description="Search memory for what is relevant to a query. Returns a fenced context "

@@ -2,6 +2,7 @@
 //! and packs. Everything here is synchronous and may block; the bindings run it
 //! off the event loop.
 
+mod admit;
 mod distill;
 mod read;
 mod vectors;
@@ -29,7 +30,7 @@ pub use crate::store::ListFilter;
 
 pub struct Engine {
     config: Config,
-    store: Store,
+    store: Arc<Store>,
     index: Arc<SearchIndex>,
     flusher: Flusher,
     tokens: TokenCounter,
@@ -38,22 +39,44 @@ pub struct Engine {
     returned: Mutex<HashMap<i64, Micros>>,
     /// The embedder last read from the store.
     embedder_seen: Mutex<Option<EmbedderInfo>>,
+    /// The store's secret key for context fences (`render`).
+    fence_key: u64,
+    /// What the store scrubbed before this open that this one does not
+    /// (`"secrets"`, `"pii"`, `"metadata"`): entries saved now keep it.
+    scrub_dropped: Vec<String>,
     closed: AtomicBool,
 }
 
 impl Engine {
-    pub fn open(config: Config) -> Result<Self> {
+    pub fn open(mut config: Config) -> Result<Self> {
         config.validate()?;
         let tokens = TokenCounter::load(&config.tokenizer)?;
-        let store = Store::open(&config)?;
+        let store = Arc::new(Store::open(&config)?);
         // Recorded so that anyone reading the database knows what was redacted.
+        let read_only = store.is_read_only();
+        let recorded = store.meta("scrub")?;
+        if config.scrub_pii_from_store {
+            config.scrub.pii = recorded.as_deref().is_some_and(|r| r.split('+').any(|p| p == "pii"));
+        }
         let scrub = config.scrub.describe();
-        if store.meta("scrub")?.as_deref() != Some(scrub.as_str()) {
+        // What the store redacted before and this open does not.
+        let scrub_dropped = recorded.as_deref().map_or_else(Vec::new, |before| {
+            before.split('+').filter(|part| *part != "off" && !scrub.split('+').any(|p| p == *part)).map(str::to_owned).collect()
+        });
+        if !read_only && recorded.as_deref() != Some(scrub.as_str()) {
             store.set_meta("scrub", &scrub)?;
         }
+        // A read-only store that never had a fence key cannot keep one: its
+        // fences are then unkeyed (still never found in what they fence).
+        let fence_key = match store.secret("fence_key") {
+            Err(_) if read_only => 0,
+            key => key?,
+        };
         let scrubber =
             Scrubber::new(ScrubOptions { secrets: config.scrub.secrets, pii: config.scrub.pii });
-        let index = Arc::new(SearchIndex::open(config.resolved_index_dir().as_deref(), &store)?);
+        // A read-only store's index is built in RAM: its directory may not be writable.
+        let index_dir = if read_only { None } else { config.resolved_index_dir() };
+        let index = Arc::new(SearchIndex::open(index_dir.as_deref(), Arc::clone(&store))?);
         let flusher =
             Flusher::start(Arc::clone(&index), Duration::from_millis(config.flush_ms.max(1)))?;
         let engine = Self {
@@ -65,14 +88,23 @@ impl Engine {
             scrubber,
             returned: Mutex::default(),
             embedder_seen: Mutex::default(),
+            fence_key,
+            scrub_dropped,
             closed: AtomicBool::new(false),
         };
-        engine.purge_expired(None)?;
+        if !read_only {
+            engine.purge_expired(None)?;
+        }
         Ok(engine)
     }
 
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// What the store scrubbed before this open that this one does not.
+    pub fn scrub_dropped(&self) -> &[String] {
+        &self.scrub_dropped
     }
 
     /// Commits pending index changes now (they are durable in the database
@@ -132,7 +164,8 @@ impl Engine {
 
     /// Notes that queries returned these entries (only when eviction uses it).
     fn note_returned(&self, ids: impl Iterator<Item = i64>, at: Micros) {
-        if self.config.max_entries_per_scope.is_some()
+        if !self.store.is_read_only()
+            && self.config.max_entries_per_scope.is_some()
             && self.config.eviction == Eviction::LeastRecentlyReturned
         {
             let mut returned = self.returned.lock();

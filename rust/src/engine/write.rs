@@ -9,7 +9,7 @@ use crate::normalize::{content_key, normalize};
 use crate::store::{now_micros, Change, ChangeOp, EntryPatch, NewContent, PreparedEntry, Written};
 
 /// Fields to change in `update`; `None` leaves a field as it is.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Patch {
     pub content: Option<String>,
     pub kind: Option<String>,
@@ -19,6 +19,25 @@ pub struct Patch {
     pub scope: Option<Option<String>>,
     /// The new content's embedding. New content without one drops the old.
     pub embedding: Option<Vec<f32>>,
+    /// `Some(None)` makes the entry permanent; `Some(Some(t))` makes it expire at `t`.
+    pub expires_at: Option<Option<crate::entry::Micros>>,
+    /// Redact secrets from new content and metadata (the default); `false`
+    /// stores them as given.
+    pub scrub: bool,
+}
+
+impl Default for Patch {
+    fn default() -> Self {
+        Self {
+            content: None,
+            kind: None,
+            metadata: None,
+            scope: None,
+            embedding: None,
+            expires_at: None,
+            scrub: true,
+        }
+    }
 }
 
 impl Engine {
@@ -105,9 +124,13 @@ impl Engine {
         if let Some(Some(metadata)) = &patch.metadata {
             NewEntry { metadata: Some(metadata.clone()), ..NewEntry::new("x") }.validate()?;
         }
-        let metadata = patch.metadata.map(|m| self.clean_metadata(m));
+        if let Some(Some(at)) = patch.expires_at {
+            crate::entry::validate_timestamp("expires_at", at)?;
+        }
+        let scrub = patch.scrub;
+        let metadata = patch.metadata.map(|m| if scrub { self.clean_metadata(m) } else { m });
         let content = patch.content.map(|content| {
-            let text = self.clean(content);
+            let text = if scrub { self.clean(content) } else { content };
             NewContent {
                 tokens: self.tokens.count(&text),
                 key: content_key(&normalize(&text)),
@@ -116,20 +139,36 @@ impl Engine {
             }
         });
         let embedding = content.is_some().then_some(patch.embedding);
-        let store_patch =
-            EntryPatch { content, kind: patch.kind, metadata, scope: patch.scope, embedding };
-        let (entry, vector, seq) = self.store.update(id, store_patch)?;
-        let change =
-            Change { seq, entry_id: id, op: ChangeOp::Update, entry: Some(entry.clone()), vector };
-        self.publish(vec![change])?;
+        let store_patch = EntryPatch {
+            content,
+            kind: patch.kind,
+            metadata,
+            scope: patch.scope,
+            embedding,
+            expires_at: patch.expires_at,
+        };
+        let updated = self.store.update(id, store_patch, self.retention().as_ref())?;
+        let entry = updated.entry;
+        let change = Change {
+            seq: updated.seq,
+            entry_id: id,
+            op: ChangeOp::Update,
+            entry: Some(entry.clone()),
+            vector: updated.vector,
+        };
+        let mut changes = vec![change];
+        changes.extend(deletions(updated.evicted));
+        self.publish(changes)?;
         Ok(entry)
     }
 
     /// Scrubs, counts and keys one validated entry.
     fn prepare(&self, mut e: NewEntry, now: crate::entry::Micros) -> PreparedEntry {
-        e.content = self.clean(e.content);
-        e.metadata = self.clean_metadata(e.metadata);
-        let dedup_key = e.dedupe.then(|| {
+        if e.scrub {
+            e.content = self.clean(e.content);
+            e.metadata = self.clean_metadata(e.metadata);
+        }
+        let dedup_key = (e.dedupe && e.id.is_none()).then(|| {
             let normalized = normalize(&e.content);
             (content_key(&normalized), normalized)
         });
@@ -145,6 +184,7 @@ impl Engine {
             expires_at: e.expires_at,
             dedup_key,
             embedding: e.embedding,
+            id: e.id,
         }
     }
 
@@ -162,22 +202,16 @@ impl Engine {
         }
     }
 
-    /// Metadata with every string scrubbed; the original text is kept byte for
-    /// byte when nothing needed redacting.
+    /// Metadata with every string scrubbed in place: only the strings redacted
+    /// change, every other byte (numbers, key order) is kept as given.
     fn clean_metadata(&self, metadata: Option<String>) -> Option<String> {
         let text = metadata?;
         if !self.config.scrub.metadata {
             return Some(text);
         }
-        let Ok(mut value) = serde_json::from_str::<serde_json::Value>(&text) else {
-            return Some(text); // validated already; unreachable in practice
-        };
-        let original = value.clone();
-        self.scrubber.scrub_json(&mut value);
-        if value == original {
-            Some(text)
-        } else {
-            Some(value.to_string())
+        match self.scrubber.scrub_json_str(&text) {
+            Cow::Borrowed(_) => Some(text),
+            Cow::Owned(clean) => Some(clean),
         }
     }
 
@@ -314,6 +348,7 @@ fn inserted(w: &Written, p: PreparedEntry) -> Option<Change> {
         tokens: p.tokens,
         expires_at: p.expires_at,
         risk_stamp: Some(p.risk_stamp),
+        updated_at: None,
     };
     Some(Change { seq, entry_id: w.id, op: ChangeOp::Insert, entry: Some(entry), vector: p.embedding })
 }

@@ -18,18 +18,23 @@ use crate::distill::{ExtractOptions, Message};
 use crate::entry::{Micros, NewEntry};
 use crate::error::Error;
 
-/// One item for `save_many`:
-/// (content, kind, scope, session_id, metadata_json, timestamp_us, expires_at_us, dedupe).
-type Item = (
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<Micros>,
-    Option<Micros>,
-    bool,
-);
+/// One item for `save_many`, read from a dict with these keys (Python's
+/// `_convert.SaveItem`).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct Item {
+    content: String,
+    kind: String,
+    scope: Option<String>,
+    session_id: Option<String>,
+    /// JSON text.
+    metadata: Option<String>,
+    timestamp: Option<Micros>,
+    expires_at: Option<Micros>,
+    dedupe: bool,
+    id: Option<i64>,
+    scrub: bool,
+}
 
 /// A `list`/`count` filter: (scope given?, scope, kind, session_id, since, until).
 type Filter = (bool, Option<String>, Option<String>, Option<String>, Option<Micros>, Option<Micros>);
@@ -90,9 +95,21 @@ fn new_entries(items: Vec<Item>, embeddings: Option<Vec<Vec<f32>>>) -> PyResult<
     let mut rows = embeddings.map(Vec::into_iter);
     Ok(items
         .into_iter()
-        .map(|(content, kind, scope, session_id, metadata, timestamp, expires_at, dedupe)| {
+        .map(|i| {
             let embedding = rows.as_mut().and_then(Iterator::next);
-            NewEntry { content, kind, scope, session_id, metadata, timestamp, expires_at, dedupe, embedding }
+            NewEntry {
+                content: i.content,
+                kind: i.kind,
+                scope: i.scope,
+                session_id: i.session_id,
+                metadata: i.metadata,
+                timestamp: i.timestamp,
+                expires_at: i.expires_at,
+                dedupe: i.dedupe,
+                embedding,
+                id: i.id,
+                scrub: i.scrub,
+            }
         })
         .collect())
 }
@@ -109,7 +126,7 @@ fn vector(v: Option<PyReadonlyArray1<'_, f32>>) -> Option<Vec<f32>> {
 }
 
 fn hits(found: Vec<Option<crate::entry::Hit>>) -> Vec<Option<Hit>> {
-    found.into_iter().map(|h| h.map(Hit::from)).collect()
+    found.into_iter().map(|h| h.map(Hit::lookup)).collect()
 }
 
 fn list_filter((has_scope, scope, kind, session_id, since, until): Filter) -> ListFilter {
@@ -119,7 +136,7 @@ fn list_filter((has_scope, scope, kind, session_id, since, until): Filter) -> Li
 #[pymethods]
 impl Engine {
     #[staticmethod]
-    #[pyo3(signature = (path, *, auth_token, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms, scrub, scrub_pii, scrub_metadata, max_entries_per_scope, eviction, stopword_weight=None, context_weight=None, date_weight=None, reply_weight=None, session_weight=None, fusion=None, dense_weight=None, rrf_k=None, mmr_lambda=None, duplicate_similarity=None, mmr_window=None))]
+    #[pyo3(signature = (path, *, auth_token, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms, scrub, scrub_pii, scrub_metadata, max_entries_per_scope, eviction, stopword_weight=None, context_weight=None, date_weight=None, reply_weight=None, session_weight=None, fusion=None, dense_weight=None, rrf_k=None, mmr_lambda=None, duplicate_similarity=None, mmr_window=None, read_only=false))]
     #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,
@@ -134,7 +151,7 @@ impl Engine {
         flush_ms: u64,
         busy_timeout_ms: u64,
         scrub: bool,
-        scrub_pii: bool,
+        scrub_pii: Option<bool>,
         scrub_metadata: bool,
         max_entries_per_scope: Option<usize>,
         eviction: String,
@@ -149,6 +166,7 @@ impl Engine {
         mmr_lambda: Option<f32>,
         duplicate_similarity: Option<f32>,
         mmr_window: Option<usize>,
+        read_only: bool,
     ) -> PyResult<Bound<'_, PyAny>> {
         let h = Hybrid::default();
         let hybrid = Hybrid {
@@ -185,14 +203,22 @@ impl Engine {
             flush_entries,
             flush_ms,
             busy_timeout_ms,
-            scrub: Scrub { secrets: scrub, pii: scrub_pii, metadata: scrub_metadata },
+            scrub: Scrub { secrets: scrub, pii: scrub_pii.unwrap_or(false), metadata: scrub_metadata },
+            scrub_pii_from_store: scrub_pii.is_none(),
             max_entries_per_scope,
             eviction,
+            read_only,
         };
         awaitable(py, move || {
             let core = Core::open(config)?;
             Ok(Engine { core: RwLock::new(Some(Arc::new(core))) })
         })
+    }
+
+    /// What the store scrubbed before this open that this one does not.
+    #[getter]
+    fn scrub_dropped(&self) -> PyResult<Vec<String>> {
+        Ok(self.core()?.scrub_dropped().to_vec())
     }
 
     /// Saves items in one transaction, returning `(id, created)` per item;
@@ -377,8 +403,9 @@ impl Engine {
         awaitable(py, move || Ok(hits(core.get_many(&ids)?)))
     }
 
-    /// `metadata`/`scope` take (given?, value) so that `None` can mean "remove".
-    #[pyo3(signature = (id, *, content, kind, metadata, scope, embedding=None))]
+    /// `metadata`/`scope`/`expires_at` take (given?, value) so that `None` can
+    /// mean "remove".
+    #[pyo3(signature = (id, *, content, kind, metadata, scope, expires_at=(false, None), scrub=true, embedding=None))]
     #[allow(clippy::too_many_arguments)]
     fn update<'py>(
         &self,
@@ -388,6 +415,8 @@ impl Engine {
         kind: Option<String>,
         metadata: (bool, Option<String>),
         scope: (bool, Option<String>),
+        expires_at: (bool, Option<Micros>),
+        scrub: bool,
         embedding: Option<PyReadonlyArray1<'py, f32>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
@@ -397,6 +426,8 @@ impl Engine {
             metadata: metadata.0.then_some(metadata.1),
             scope: scope.0.then_some(scope.1),
             embedding: vector(embedding),
+            expires_at: expires_at.0.then_some(expires_at.1),
+            scrub,
         };
         awaitable(py, move || Ok(Hit::from(core.update(id, patch)?)))
     }
@@ -495,7 +526,8 @@ pub fn default_config(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>
     d.set_item("flush_ms", c.flush_ms)?;
     d.set_item("busy_timeout_ms", c.busy_timeout_ms)?;
     d.set_item("scrub", c.scrub.secrets)?;
-    d.set_item("scrub_pii", c.scrub.pii)?;
+    // Python's default: `None`, the store's recorded setting (off for a new store).
+    d.set_item("scrub_pii", None::<bool>)?;
     d.set_item("scrub_metadata", c.scrub.metadata)?;
     d.set_item("max_entries_per_scope", c.max_entries_per_scope)?;
     d.set_item("eviction", "oldest")?;

@@ -1,35 +1,107 @@
-//! The `Hit` class: one ranked entry, converted to Python lazily.
+//! The `Hit` class: one entry, converted to Python lazily. A value: it compares
+//! by its fields, pickles, copies, and can be built by hand (for test fakes).
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDateTime, PyDelta, PyTzInfo};
+use pyo3::types::{PyDateTime, PyDelta, PyDict, PyTuple, PyTzInfo};
 
-use crate::entry::{Entry, Hit as EngineHit, Micros};
+use crate::entry::{Entry, Explain, Hit as EngineHit, Micros};
 
-/// An entry returned by a query (with a score) or by a lookup (score 0).
+/// An entry returned by a query (with a score) or by a lookup (`score` None).
 #[pyclass(frozen, name = "Hit", module = "contextforge._core")]
 pub struct Hit {
     entry: Entry,
-    #[pyo3(get)]
-    score: f32,
-    risks: Vec<&'static str>,
-    explain: Option<crate::entry::Explain>,
+    score: Option<f32>,
+    risks: Vec<String>,
+    explain: Option<Explain>,
 }
 
 impl From<EngineHit> for Hit {
     fn from(hit: EngineHit) -> Self {
-        Self { entry: hit.entry, score: hit.score, risks: hit.risks, explain: hit.explain }
+        Self {
+            entry: hit.entry,
+            score: Some(hit.score),
+            risks: hit.risks.iter().map(|r| (*r).to_owned()).collect(),
+            explain: hit.explain,
+        }
     }
 }
 
 impl From<Entry> for Hit {
     fn from(entry: Entry) -> Self {
-        EngineHit::new(entry, 0.0).into()
+        Self::lookup(EngineHit::new(entry, 0.0))
     }
+}
+
+impl Hit {
+    /// An entry read by id or listed: it has no score.
+    pub fn lookup(hit: EngineHit) -> Self {
+        Self { score: None, ..hit.into() }
+    }
+
+    /// The fields that make a hit's value (those `to_dict` shows), for equality.
+    fn same_value(&self, other: &Self) -> bool {
+        let (a, b) = (&self.entry, &other.entry);
+        let metadata = |e: &Entry| -> Option<serde_json::Value> {
+            serde_json::from_str(e.metadata.as_deref().unwrap_or("{}")).ok()
+        };
+        (a.id, &a.content, &a.kind, &a.scope, &a.session_id, a.timestamp, a.tokens)
+            == (b.id, &b.content, &b.kind, &b.scope, &b.session_id, b.timestamp, b.tokens)
+            && (a.expires_at, a.updated_at) == (b.expires_at, b.updated_at)
+            && self.score.map(f32::to_bits) == other.score.map(f32::to_bits)
+            && self.risks == other.risks
+            && metadata(a) == metadata(b)
+    }
+}
+
+fn json<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    static JSON: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+    JSON.get_or_try_init(py, || py.import("json").map(Bound::unbind))?.bind(py).getattr(name)
 }
 
 #[pymethods]
 impl Hit {
+    /// A hit built by hand, for tests and fakes: `timestamp` and `expires_at`
+    /// are aware datetimes, `metadata` a JSON-compatible dict.
+    #[new]
+    #[pyo3(signature = (id, content, kind="note".to_owned(), *, scope=None, session_id=None, timestamp=None, tokens=0, metadata=None, score=None, expires_at=None, updated_at=None, risks=Vec::new()))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        id: i64,
+        content: String,
+        kind: String,
+        scope: Option<String>,
+        session_id: Option<String>,
+        timestamp: Option<Bound<'_, PyAny>>,
+        tokens: u32,
+        metadata: Option<Bound<'_, PyDict>>,
+        score: Option<f32>,
+        expires_at: Option<Bound<'_, PyAny>>,
+        updated_at: Option<Bound<'_, PyAny>>,
+        risks: Vec<String>,
+    ) -> PyResult<Self> {
+        let micros = |t: Option<Bound<'_, PyAny>>| t.map(|t| from_datetime(py, &t)).transpose();
+        let metadata = match metadata {
+            Some(m) if !m.is_empty() => Some(json(py, "dumps")?.call1((m,))?.extract::<String>()?),
+            _ => None,
+        };
+        let entry = Entry {
+            id,
+            content,
+            kind,
+            scope,
+            session_id,
+            metadata,
+            timestamp: micros(timestamp)?.unwrap_or(0),
+            tokens,
+            expires_at: micros(expires_at)?,
+            updated_at: micros(updated_at)?,
+            risk_stamp: None,
+        };
+        Ok(Self { entry, score, risks, explain: None })
+    }
+
     #[getter]
     fn id(&self) -> i64 {
         self.entry.id
@@ -50,9 +122,15 @@ impl Hit {
     fn session_id(&self) -> Option<&str> {
         self.entry.session_id.as_deref()
     }
+    /// Relevance times the recency boost for a query's hit; `None` for an entry
+    /// read by id or listed.
+    #[getter]
+    fn score(&self) -> Option<f32> {
+        self.score
+    }
     /// Prompt-injection risks found in the content, e.g. `["instruction_override"]`.
     #[getter]
-    fn risks(&self) -> Vec<&'static str> {
+    fn risks(&self) -> Vec<String> {
         self.risks.clone()
     }
     /// With `query(..., explain=True)`: the score's parts, `score = relevance *
@@ -60,10 +138,9 @@ impl Hit {
     /// hybrid query), the MMR `diversity` penalty, and the hit's rank among the
     /// candidates before packing.
     #[getter]
-    fn explain<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, pyo3::types::PyDict>>> {
-        use pyo3::types::PyDictMethods;
+    fn explain<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let Some(e) = self.explain else { return Ok(None) };
-        let d = pyo3::types::PyDict::new(py);
+        let d = PyDict::new(py);
         d.set_item("relevance", e.relevance)?;
         d.set_item("bm25", e.bm25)?;
         if let Some(dense) = e.dense {
@@ -84,25 +161,92 @@ impl Hit {
     fn timestamp<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_datetime(py, self.entry.timestamp)
     }
+    /// When the entry expires, as an aware UTC datetime; `None` for a permanent entry.
+    #[getter]
+    fn expires_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.entry.expires_at.map(|at| to_datetime(py, at)).transpose()
+    }
+    /// When `update` last changed the entry; `None` if it never did.
+    #[getter]
+    fn updated_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.entry.updated_at.map(|at| to_datetime(py, at)).transpose()
+    }
     /// The entry's metadata as a new dict (empty when none was saved).
     #[getter]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        static LOADS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-        let loads = LOADS.get_or_try_init(py, || {
-            py.import("json")?.getattr("loads").map(Bound::unbind)
-        })?;
-        loads.bind(py).call1((self.entry.metadata.as_deref().unwrap_or("{}"),))
+        json(py, "loads")?.call1((self.entry.metadata.as_deref().unwrap_or("{}"),))
     }
-    fn __repr__(&self) -> String {
-        let mut preview: String = self.entry.content.chars().take(60).collect();
-        if preview.len() < self.entry.content.len() {
+
+    /// The hit's fields as a new dict of plain values (datetimes stay
+    /// datetimes; `json.dumps(hit.to_dict(), default=str)` writes it).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("id", self.entry.id)?;
+        d.set_item("content", &self.entry.content)?;
+        d.set_item("kind", &self.entry.kind)?;
+        d.set_item("scope", self.scope())?;
+        d.set_item("session_id", self.session_id())?;
+        d.set_item("timestamp", self.timestamp(py)?)?;
+        d.set_item("tokens", self.entry.tokens)?;
+        d.set_item("metadata", self.metadata(py)?)?;
+        d.set_item("score", self.score)?;
+        d.set_item("expires_at", self.expires_at(py)?)?;
+        d.set_item("updated_at", self.updated_at(py)?)?;
+        d.set_item("risks", self.risks.clone())?;
+        Ok(d)
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<Hit>().is_ok_and(|o| self.same_value(o.get()))
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (self.entry.id, &self.entry.content).hash(&mut h);
+        h.finish()
+    }
+
+    /// Pickling and `copy`: rebuilt from its fields (an `explain` is dropped).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let this = slf.get();
+        let args = (this.entry.id, this.entry.content.clone(), this.entry.kind.clone());
+        let kwargs = this.to_dict(py)?;
+        for positional in ["id", "content", "kind"] {
+            kwargs.del_item(positional)?;
+        }
+        let rebuild = py.import("contextforge._core")?.getattr("_rebuild_hit")?;
+        PyTuple::new(py, [rebuild.into_any(), (slf.get_type(), args, kwargs).into_pyobject(py)?.into_any()])
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let this = slf.get();
+        let mut preview: String = this.entry.content.chars().take(60).collect();
+        if preview.len() < this.entry.content.len() {
             preview.push('…');
         }
-        format!(
-            "Hit(id={}, score={:.4}, scope={:?}, kind={:?}, content={:?})",
-            self.entry.id, self.score, self.entry.scope, self.entry.kind, preview
-        )
+        let py = slf.py();
+        let repr = |v: Bound<'_, PyAny>| v.repr().map(|r| r.to_string());
+        let score = this.score.map_or_else(|| "None".to_owned(), |s| format!("{s:.4}"));
+        Ok(format!(
+            "Hit(id={}, score={score}, scope={}, kind={}, content={})",
+            this.entry.id,
+            repr(this.scope().into_pyobject(py)?.into_any())?,
+            repr(this.entry.kind.as_str().into_pyobject(py)?.into_any())?,
+            repr(preview.into_pyobject(py)?.into_any())?,
+        ))
     }
+}
+
+/// `cls(*args, **kwargs)`: what a pickled `Hit` is rebuilt by.
+#[pyfunction]
+pub fn _rebuild_hit<'py>(
+    cls: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyAny>> {
+    cls.call(args, Some(kwargs))
 }
 
 fn to_datetime(py: Python<'_>, micros: Micros) -> PyResult<Bound<'_, PyAny>> {
@@ -118,4 +262,16 @@ fn to_datetime(py: Python<'_>, micros: Micros) -> PyResult<Bound<'_, PyAny>> {
         false,
     )?;
     epoch.call_method1("__add__", (delta,))
+}
+
+/// Microseconds since the epoch of an aware datetime.
+fn from_datetime(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Micros> {
+    use super::errors::InvalidInputError;
+    if value.getattr("utcoffset").and_then(|f| f.call0()).map_or(true, |o| o.is_none()) {
+        return Err(InvalidInputError::new_err("Hit times must be timezone-aware datetimes"));
+    }
+    let utc = PyTzInfo::utc(py)?;
+    let epoch = PyDateTime::new(py, 1970, 1, 1, 0, 0, 0, 0, Some(&utc))?;
+    let one = PyDelta::new(py, 0, 0, 1, false)?;
+    value.call_method1("__sub__", (epoch,))?.call_method1("__floordiv__", (one,))?.extract()
 }

@@ -8,6 +8,7 @@ mod engine;
 mod errors;
 mod handoff;
 mod hit;
+mod logs;
 mod workers;
 
 use pyo3::prelude::*;
@@ -21,6 +22,8 @@ mod _core {
     #[pymodule_export]
     use super::hit::Hit;
     #[pymodule_export]
+    use super::hit::_rebuild_hit;
+    #[pymodule_export]
     use super::context::Context;
     #[pymodule_export]
     use super::call::_shutdown;
@@ -32,6 +35,7 @@ mod _core {
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         super::alloc::configure();
+        super::logs::install();
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         // Benchmarks report which profile they measured.
         m.add("__build__", if cfg!(debug_assertions) { "dev" } else { "release" })?;

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use libsql::Value;
 
 use super::conn::Tx;
+use super::dedupe;
 use super::rows::{entry_values, padded_in, ENTRY_ROW, INSERT_ENTRY};
 use super::schema::OP_INSERT;
 use super::write::Written;
@@ -22,7 +23,7 @@ use crate::entry::Micros;
 use crate::error::{Error, Result};
 use crate::normalize::{content_key, normalize};
 
-/// Entries per group. Eleven parameters a row keeps a statement far below
+/// Entries per group. Twelve parameters a row keeps a statement far below
 /// SQLite's limit of 32,766.
 pub(super) const GROUP: usize = 64;
 
@@ -39,7 +40,7 @@ enum Slot {
 /// Inserts `group` (at most `GROUP` entries), appending one `Written` per entry
 /// to `out` in order.
 pub(super) async fn insert(tx: &Tx<'_>, group: &[PreparedEntry], now: Micros, out: &mut Vec<Written>) -> Result<()> {
-    let stored = duplicates_in_store(tx, group).await?;
+    let stored = duplicates_in_store(tx, group, now).await?;
     // Every entry's duplicate key, computed here for one saved without
     // duplicate detection: a later entry of the group may still repeat it.
     let keys: Vec<(i64, Cow<'_, str>)> = group
@@ -52,23 +53,23 @@ pub(super) async fn insert(tx: &Tx<'_>, group: &[PreparedEntry], now: Micros, ou
             }
         })
         .collect();
-    // An entry identical to one earlier in the group takes that one's row.
-    let mut first_new: HashMap<(i64, Option<&str>, &str), usize> = HashMap::new();
+    // An entry that duplicates one earlier in the group takes that one's row.
+    let mut new_rows: HashMap<(i64, &str), Vec<usize>> = HashMap::new();
     let mut rows: Vec<(&PreparedEntry, i64)> = Vec::with_capacity(group.len());
     let mut slots: Vec<Slot> = Vec::with_capacity(group.len());
     for ((e, stored), (key, normalized)) in group.iter().zip(stored).zip(&keys) {
-        let same = (*key, e.scope.as_deref(), normalized.as_ref());
         if let Some(id) = stored {
             slots.push(Slot::Existing(id));
             continue;
         }
+        let same = new_rows.entry((*key, normalized.as_ref())).or_default();
         if e.dedup_key.is_some() {
-            if let Some(&row) = first_new.get(&same) {
+            if let Some(&row) = same.iter().find(|&&row| dedupe::same_fields(rows[row].0, e)) {
                 slots.push(Slot::Repeat(row));
                 continue;
             }
         }
-        first_new.entry(same).or_insert(rows.len());
+        same.push(rows.len());
         slots.push(Slot::New(rows.len()));
         rows.push((e, *key));
     }
@@ -89,32 +90,30 @@ pub(super) async fn insert(tx: &Tx<'_>, group: &[PreparedEntry], now: Micros, ou
     Ok(())
 }
 
-/// For each entry, the id of an identical entry already in its scope (the
+/// For each entry, the id of a stored entry it duplicates (see `dedupe`; the
 /// oldest, as a lookup one entry at a time finds), or `None`.
-async fn duplicates_in_store(tx: &Tx<'_>, group: &[PreparedEntry]) -> Result<Vec<Option<i64>>> {
+async fn duplicates_in_store(tx: &Tx<'_>, group: &[PreparedEntry], now: Micros) -> Result<Vec<Option<i64>>> {
     let keys: Vec<i64> = group.iter().filter_map(|e| e.dedup_key.as_ref().map(|(k, _)| *k)).collect();
     if keys.is_empty() {
         return Ok(vec![None; group.len()]);
     }
     let (list, params) = padded_in(&keys, GROUP);
-    let sql = format!("SELECT id, content, content_key, scope FROM entries WHERE content_key {list}");
-    let mut found: HashMap<i64, Vec<(i64, String, Option<String>)>> = HashMap::new();
+    let sql = format!(
+        "SELECT {}, content_key FROM entries WHERE content_key {list} ORDER BY id",
+        dedupe::STORED_COLUMNS
+    );
+    let mut found: HashMap<i64, Vec<dedupe::Stored>> = HashMap::new();
     let mut rows = tx.query_kept(&sql, params).await?;
     while let Some(row) = rows.next().await? {
-        let key: i64 = row.get(2)?;
-        found.entry(key).or_default().push((row.get(0)?, row.get(1)?, row.get(3)?));
+        let key: i64 = row.get(7)?;
+        found.entry(key).or_default().push(dedupe::Stored::read(&row)?);
     }
     drop(rows);
     Ok(group
         .iter()
         .map(|e| {
             let (key, normalized) = e.dedup_key.as_ref()?;
-            found
-                .get(key)?
-                .iter()
-                .filter(|(_, content, scope)| scope.as_deref() == e.scope.as_deref() && normalize(content) == *normalized)
-                .map(|(id, _, _)| *id)
-                .min()
+            found.get(key)?.iter().find(|s| s.duplicates(e, normalized, now)).map(|s| s.id)
         })
         .collect())
 }

@@ -9,7 +9,9 @@
 //! replaced so that a later call reconnects.
 
 mod conn;
+mod dedupe;
 mod group;
+mod local;
 mod read;
 mod retention;
 mod rows;
@@ -31,7 +33,7 @@ use conn::Conn;
 pub use read::ListFilter;
 pub use retention::{Eviction, Retention};
 pub use schema::SCHEMA_VERSION;
-pub use write::{EntryPatch, NewContent, Written};
+pub use write::{EntryPatch, NewContent, Updated, Written};
 
 /// An entry ready to be written: validated, scrubbed, counted.
 #[derive(Debug, Clone)]
@@ -47,6 +49,8 @@ pub struct PreparedEntry {
     /// The normalised content's key; `None` skips duplicate detection.
     pub dedup_key: Option<(i64, String)>,
     pub embedding: Option<Vec<f32>>,
+    /// An id given by the caller; `None` takes the next one.
+    pub id: Option<i64>,
     /// `safety::injection::stamp` of the content.
     pub risk_stamp: i64,
 }
@@ -86,6 +90,8 @@ pub struct Store {
     lookup: Option<Mutex<Lookup>>,
     busy_timeout: Duration,
     kind: Kind,
+    /// Opened read-only: every write fails with a typed error before it starts.
+    read_only: bool,
 }
 
 /// The memory-mapped lookup connection's state.
@@ -130,14 +136,18 @@ impl Store {
         } else {
             Kind::File
         };
-        let db = if kind == Kind::Remote {
-            open_remote(config)?
-        } else {
-            block_on(libsql::Builder::new_local(&config.path).build())?
+        let (db, read_only) = match kind {
+            Kind::Remote => (open_remote(config)?, false),
+            Kind::File => local::open_file(&config.path, config.read_only)?,
+            Kind::Memory => (block_on(libsql::Builder::new_local(&config.path).build())?, false),
         };
         let writer = Conn::new(db.connect()?, kind != Kind::Remote);
-        configure(&writer, busy_timeout, kind)?;
-        schema::migrate(&writer)?;
+        configure(&writer, busy_timeout, kind, read_only)?;
+        if read_only {
+            schema::check_current(&writer)?;
+        } else {
+            schema::migrate(&writer)?;
+        }
         Ok(Self {
             db,
             writer: Mutex::new(writer),
@@ -145,7 +155,13 @@ impl Store {
             lookup: (kind == Kind::File).then(|| Mutex::new(Lookup::Unopened)),
             busy_timeout,
             kind,
+            read_only,
         })
+    }
+
+    /// Whether the store was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// Whether the database is a local file (not in memory, not a server).
@@ -160,7 +176,7 @@ impl Store {
 
     fn connect(&self) -> Result<Conn> {
         let conn = Conn::new(self.db.connect()?, !self.is_remote());
-        configure(&conn, self.busy_timeout, self.kind)?;
+        configure(&conn, self.busy_timeout, self.kind, self.read_only)?;
         Ok(conn)
     }
 
@@ -173,6 +189,9 @@ impl Store {
     /// Runs `f` on the one write connection. A server connection that failed is
     /// replaced: its stream may be gone or hold a transaction being rolled back.
     fn with_writer<T>(&self, f: impl FnOnce(&Conn) -> Result<T>) -> Result<T> {
+        if self.read_only {
+            return Err(Error::plain_storage("this store is open read-only: it cannot be changed"));
+        }
         let mut conn = self.writer.lock();
         let result = f(&conn);
         if result.is_err() && self.is_remote() {
@@ -249,14 +268,17 @@ fn open_remote(config: &Config) -> Result<Database> {
     )))
 }
 
-fn configure(conn: &libsql::Connection, busy_timeout: Duration, kind: Kind) -> Result<()> {
+fn configure(conn: &libsql::Connection, busy_timeout: Duration, kind: Kind, read_only: bool) -> Result<()> {
     if kind == Kind::Remote {
         // The server owns journaling and locking; a remote connection has neither
         // PRAGMAs to set nor a busy handler.
         return Ok(());
     }
     conn.busy_timeout(busy_timeout)?;
-    if kind == Kind::File {
+    if kind == Kind::File && read_only {
+        // The journal mode is the file's own: setting it would write.
+        block_on(conn.execute_batch("PRAGMA temp_store = MEMORY;"))?;
+    } else if kind == Kind::File {
         // WAL lets readers run beside the writer; NORMAL syncs at checkpoints, which
         // keeps every committed transaction through a process crash.
         block_on(conn.execute_batch(
@@ -299,6 +321,7 @@ mod tests {
             dedup_key: None,
             embedding: None,
             risk_stamp: 0,
+            id: None,
         }
     }
 

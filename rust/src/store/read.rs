@@ -146,12 +146,17 @@ impl Store {
         self.scalar(&format!("SELECT COUNT(*) FROM entries WHERE {clause}"), params)
     }
 
-    /// Every scope with its number of entries; `None` is the global scope.
-    pub fn scopes(&self) -> Result<Vec<(Option<String>, i64)>> {
+    /// Every scope with its number of entries alive at `now`; `None` is the
+    /// global scope. A scope whose entries have all expired is left out.
+    pub fn scopes(&self, now: Micros) -> Result<Vec<(Option<String>, i64)>> {
         self.with_reader(|conn| {
             block_on(async {
                 let mut rows = conn
-                    .query("SELECT scope, COUNT(*) FROM entries GROUP BY scope ORDER BY scope", ())
+                    .query(
+                        "SELECT scope, COUNT(*) FROM entries WHERE expires_at IS NULL OR expires_at > ?1 \
+                         GROUP BY scope ORDER BY scope",
+                        [now],
+                    )
                     .await?;
                 let mut out = Vec::new();
                 while let Some(row) = rows.next().await? {

@@ -28,12 +28,13 @@ pub struct Retention {
 }
 
 /// Records when entries were last returned, then evicts the surplus of each of
-/// `scopes`. Returns `(id, seq)` per evicted entry. Runs inside the caller's
-/// transaction.
+/// `scopes`, never the entry `keep` (one just moved into a scope). Returns
+/// `(id, seq)` per evicted entry. Runs inside the caller's transaction.
 pub async fn enforce(
     tx: &Tx<'_>,
     retention: &Retention,
     scopes: &[Option<String>],
+    keep: Option<i64>,
 ) -> Result<Vec<(i64, i64)>> {
     for (id, at) in &retention.returned {
         tx.execute_kept(
@@ -60,9 +61,13 @@ pub async fn enforce(
         if count <= max {
             continue;
         }
-        let sql = format!("SELECT id FROM entries WHERE scope IS ?1 ORDER BY {order} LIMIT ?2");
-        let mut rows =
-            tx.query(&sql, vec![opt_text(scope.as_deref()), Value::Integer(count - max)]).await?;
+        let sql = format!(
+            "SELECT id FROM entries WHERE scope IS ?1 AND id IS NOT ?3 ORDER BY {order} LIMIT ?2"
+        );
+        let keep = keep.map_or(Value::Null, Value::Integer);
+        let mut rows = tx
+            .query(&sql, vec![opt_text(scope.as_deref()), Value::Integer(count - max), keep])
+            .await?;
         let mut ids: Vec<i64> = Vec::new();
         while let Some(row) = rows.next().await? {
             ids.push(row.get(0)?);

@@ -7,11 +7,11 @@ use crate::entry::{Entry, Micros};
 use crate::error::Result;
 
 pub const ENTRY_COLUMNS: &str =
-    "id, content, kind, scope, session_id, metadata, ts, tokens, expires_at, risks";
+    "id, content, kind, scope, session_id, metadata, ts, tokens, expires_at, risks, updated_at";
 
 /// How many columns `ENTRY_COLUMNS` names: a column selected after them is at
 /// this offset from the first.
-pub const ENTRY_WIDTH: i32 = 10;
+pub const ENTRY_WIDTH: i32 = 11;
 
 /// `ENTRY_COLUMNS` qualified with a table alias.
 pub fn prefixed(alias: &str) -> String {
@@ -31,18 +31,21 @@ pub fn entry(row: &Row, at: i32) -> Result<Entry> {
         tokens: row.get(at + 7)?,
         expires_at: row.get(at + 8)?,
         risk_stamp: row.get(at + 9)?,
+        updated_at: row.get(at + 10)?,
     })
 }
 
 /// The columns an entry insert writes, in `entry_values`' order.
-pub const INSERT_ENTRY: &str = "INSERT INTO entries (content, kind, scope, session_id, metadata, ts, \
+pub const INSERT_ENTRY: &str = "INSERT INTO entries (id, content, kind, scope, session_id, metadata, ts, \
      tokens, created_at, content_key, expires_at, risks) VALUES";
 /// One row's placeholders for `INSERT_ENTRY`.
-pub const ENTRY_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+pub const ENTRY_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
-/// An entry's values for `INSERT_ENTRY`, with its duplicate key.
-pub fn entry_values(e: &PreparedEntry, key: i64, created_at: Micros) -> [Value; 11] {
+/// An entry's values for `INSERT_ENTRY`, with its duplicate key. A `NULL` id
+/// takes the next one.
+pub fn entry_values(e: &PreparedEntry, key: i64, created_at: Micros) -> [Value; 12] {
     [
+        e.id.map_or(Value::Null, Value::Integer),
         text(&e.content),
         text(&e.kind),
         opt_text(e.scope.as_deref()),

@@ -62,7 +62,34 @@ pub const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE entries ADD COLUMN risks INTEGER;
     ",
+    // 5: the identity a search index is tied to (`index/identity.rs`): a random
+    // id for this database, made once (a copy of the file keeps it), and a
+    // random nonce on every change, so that two histories that share an id and
+    // a change number still differ there. SQLite adds no column with a
+    // non-constant default, so the log is copied into a table that has one,
+    // keeping every number and the AUTOINCREMENT counter.
+    r"
+    INSERT OR IGNORE INTO meta (key, value) VALUES ('database_id', lower(hex(randomblob(16))));
+    CREATE TABLE changes_next (
+        seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+        entry_id INTEGER NOT NULL,
+        op       INTEGER NOT NULL,
+        nonce    INTEGER NOT NULL DEFAULT (random())
+    );
+    INSERT INTO changes_next (seq, entry_id, op) SELECT seq, entry_id, op FROM changes ORDER BY seq;
+    DELETE FROM sqlite_sequence WHERE name = 'changes_next';
+    UPDATE sqlite_sequence SET name = 'changes_next' WHERE name = 'changes';
+    DROP TABLE changes;
+    ALTER TABLE changes_next RENAME TO changes;
+    ",
+    // 6: when `update` last changed an entry (NULL: never).
+    r"
+    ALTER TABLE entries ADD COLUMN updated_at INTEGER;
+    ",
 ];
+
+/// The `meta` key of the database's random id (migration 5).
+const DATABASE_ID: &str = "database_id";
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
@@ -99,5 +126,26 @@ async fn user_version(conn: &Connection) -> Result<i64> {
     match rows.next().await? {
         Some(row) => Ok(row.get(0)?),
         None => Ok(0),
+    }
+}
+
+impl super::Store {
+    /// The database's random id (`meta`), which a copy of the file keeps and
+    /// another database does not share; `None` only if someone deleted it.
+    pub fn database_id(&self) -> Result<Option<String>> {
+        self.meta(DATABASE_ID)
+    }
+
+    /// The random nonce of change `seq`, or `None` when the log has no such change.
+    pub fn change_nonce(&self, seq: i64) -> Result<Option<i64>> {
+        self.with_reader(|conn| {
+            block_on(async {
+                let mut rows = conn.query_kept("SELECT nonce FROM changes WHERE seq = ?1", [seq]).await?;
+                match rows.next().await? {
+                    Some(row) => Ok(Some(row.get(0)?)),
+                    None => Ok(None),
+                }
+            })
+        })
     }
 }

@@ -21,9 +21,19 @@ use crate::runtime::block_on;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Written {
     pub id: i64,
-    /// The change that created it, or `None` when an identical entry already
-    /// existed in the scope and its id was returned instead.
+    /// The change that created it, or `None` when the save duplicated an entry
+    /// already stored (see `dedupe`) and its id was returned instead.
     pub seq: Option<i64>,
+}
+
+/// The outcome of `Store::update`.
+#[derive(Debug, Clone)]
+pub struct Updated {
+    pub entry: Entry,
+    pub vector: Option<Vec<f32>>,
+    pub seq: i64,
+    /// `(id, seq)` of entries evicted from the scope the entry moved into.
+    pub evicted: Vec<(i64, i64)>,
 }
 
 /// New content for an entry, prepared as a save prepares it.
@@ -48,6 +58,8 @@ pub struct EntryPatch {
     pub scope: Option<Option<String>>,
     /// `Some(None)` drops the entry's vector (its content changed without one).
     pub embedding: Option<Option<Vec<f32>>>,
+    /// `Some(None)` makes the entry permanent.
+    pub expires_at: Option<Option<Micros>>,
 }
 
 impl Store {
@@ -87,7 +99,15 @@ impl Store {
             for chunk in chunks {
                 let chunk = chunk?;
                 out.clear();
-                let mut groups = chunk.borrow().chunks_exact(group::GROUP);
+                let entries = chunk.borrow();
+                // Grouped inserts read their ids back in ascending order, which
+                // ids given by the caller need not follow: those go one by one.
+                let one_by_one = if entries.iter().any(|e| e.id.is_some()) { entries.len() } else { 0 };
+                let (singles, rest) = entries.split_at(one_by_one);
+                for e in singles {
+                    out.push(insert_one(&tx, e, now).await?);
+                }
+                let mut groups = rest.chunks_exact(group::GROUP);
                 for g in &mut groups {
                     group::insert(&tx, g, now, &mut out).await?;
                 }
@@ -102,7 +122,7 @@ impl Store {
                 done(chunk, &out);
             }
             let evicted = match retention {
-                Some(retention) => retention::enforce(&tx, retention, &scopes).await?,
+                Some(retention) => retention::enforce(&tx, retention, &scopes, None).await?,
                 None => Vec::new(),
             };
             tx.commit().await?;
@@ -110,9 +130,15 @@ impl Store {
         }))
     }
 
-    /// Applies `patch` to entry `id`; returns the new entry, its vector and the
-    /// change number.
-    pub fn update(&self, id: i64, patch: EntryPatch) -> Result<(Entry, Option<Vec<f32>>, i64)> {
+    /// Applies `patch` to entry `id`; returns the new entry, its vector, the
+    /// change number and the `(id, seq)` of entries evicted to keep the scope it
+    /// moved into within `retention`'s cap (never the entry itself).
+    pub fn update(
+        &self,
+        id: i64,
+        patch: EntryPatch,
+        retention: Option<&Retention>,
+    ) -> Result<Updated> {
         self.with_writer(|conn| block_on(async {
             let tx = conn.begin().await?;
             let sql = format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?1");
@@ -133,12 +159,18 @@ impl Store {
             if let Some(metadata) = patch.metadata {
                 entry.metadata = metadata;
             }
+            let moved = patch.scope.as_ref().is_some_and(|scope| *scope != entry.scope);
             if let Some(scope) = patch.scope {
                 entry.scope = scope;
             }
+            if let Some(expires_at) = patch.expires_at {
+                entry.expires_at = expires_at;
+            }
+            entry.updated_at = Some(now_micros());
             tx.execute(
                 "UPDATE entries SET content = ?2, kind = ?3, scope = ?4, metadata = ?5, tokens = ?6, \
-                 content_key = COALESCE(?7, content_key), risks = ?8 WHERE id = ?1",
+                 content_key = COALESCE(?7, content_key), risks = ?8, expires_at = ?9, updated_at = ?10 \
+                 WHERE id = ?1",
                 vec![
                     Value::Integer(id),
                     text(&entry.content),
@@ -148,6 +180,8 @@ impl Store {
                     Value::Integer(i64::from(entry.tokens)),
                     key.map_or(Value::Null, Value::Integer),
                     entry.risk_stamp.map_or(Value::Null, Value::Integer),
+                    entry.expires_at.map_or(Value::Null, Value::Integer),
+                    entry.updated_at.map_or(Value::Null, Value::Integer),
                 ],
             )
             .await?;
@@ -161,8 +195,16 @@ impl Store {
                 None => stored_vector(&tx, id).await?,
             };
             let seq = log_change(&tx, id, OP_UPDATE).await?;
+            // Also records the returned-at times the retention carries.
+            let evicted = match retention {
+                Some(retention) => {
+                    let scopes = if moved { std::slice::from_ref(&entry.scope) } else { &[] };
+                    retention::enforce(&tx, retention, scopes, Some(id)).await?
+                }
+                None => Vec::new(),
+            };
             tx.commit().await?;
-            Ok((entry, vector, seq))
+            Ok(Updated { entry, vector, seq, evicted })
         }))
     }
 
@@ -178,6 +220,29 @@ impl Store {
                 Ok(())
             })
         })
+    }
+
+    /// A random 64-bit secret kept in `meta` under `name`, made on first use from
+    /// SQLite's `randomblob` (the OS's randomness) and the same ever after.
+    pub fn secret(&self, name: &str) -> Result<u64> {
+        if let Some(hex) = self.meta(name)? {
+            return u64::from_str_radix(&hex, 16)
+                .map_err(|_| Error::Internal(format!("meta {name:?} is not a 64-bit hex secret")));
+        }
+        self.with_writer(|conn| {
+            block_on(async {
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES (?1, lower(hex(randomblob(8)))) \
+                     ON CONFLICT (key) DO NOTHING",
+                    [name],
+                )
+                .await?;
+                Ok(())
+            })
+        })?;
+        let hex = self.meta(name)?.ok_or_else(|| Error::Internal(format!("meta {name:?} was not kept")))?;
+        u64::from_str_radix(&hex, 16)
+            .map_err(|_| Error::Internal(format!("meta {name:?} is not a 64-bit hex secret")))
     }
 
     /// Deletes the entries that exist; returns `(id, seq)` for each one deleted.
@@ -233,8 +298,14 @@ impl Store {
 /// Inserts one entry, or finds the identical one already in its scope.
 async fn insert_one(tx: &Tx<'_>, e: &PreparedEntry, now: Micros) -> Result<Written> {
     if let Some((key, normalized)) = &e.dedup_key {
-        if let Some(id) = find_duplicate(tx, *key, normalized, e.scope.as_deref()).await? {
+        if let Some(id) = find_duplicate(tx, e, *key, normalized, now).await? {
             return Ok(Written { id, seq: None });
+        }
+    }
+    if let Some(id) = e.id {
+        let mut taken = tx.query("SELECT 1 FROM entries WHERE id = ?1", [id]).await?;
+        if taken.next().await?.is_some() {
+            return Err(Error::invalid(format!("id {id} is already taken by another entry")));
         }
     }
     // RETURNING rather than last_insert_rowid: the same on a file and over
@@ -276,23 +347,25 @@ async fn returned_id(conn: &Tx<'_>, sql: &str, params: Vec<Value>) -> Result<i64
     Ok(row.get(0)?)
 }
 
-/// The id of an entry in `scope` whose normalised content equals `normalized`.
+/// The id of a stored entry that `e` duplicates (see `dedupe`), the oldest first.
 async fn find_duplicate(
     conn: &Tx<'_>,
+    e: &PreparedEntry,
     key: i64,
     normalized: &str,
-    scope: Option<&str>,
+    now: Micros,
 ) -> Result<Option<i64>> {
-    let mut found = conn
-        .query_kept(
-            "SELECT id, content FROM entries WHERE content_key = ?1 AND scope IS ?2",
-            vec![Value::Integer(key), opt_text(scope)],
+    static FIND: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {} FROM entries WHERE content_key = ?1 AND scope IS ?2 ORDER BY id",
+            super::dedupe::STORED_COLUMNS
         )
-        .await?;
+    });
+    let mut found = conn.query_kept(&FIND, vec![Value::Integer(key), opt_text(e.scope.as_deref())]).await?;
     while let Some(row) = found.next().await? {
-        let content: String = row.get(1)?;
-        if crate::normalize::normalize(&content) == normalized {
-            return Ok(Some(row.get(0)?));
+        let stored = super::dedupe::Stored::read(&row)?;
+        if stored.duplicates(e, normalized, now) {
+            return Ok(Some(stored.id));
         }
     }
     Ok(None)

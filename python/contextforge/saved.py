@@ -1,0 +1,42 @@
+"""``Saved``: what ``save`` and ``save_many`` return for each entry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Saved"]
+
+
+class Saved(int):
+    """The id of a saved entry (an ``int``, usable wherever an id is), which
+    also tells whether this save created the entry.
+
+    ``created`` is ``False`` when the save duplicated an entry already stored
+    (same normalised content, scope, session, kind, metadata and expiry; see
+    ``ContextForge.save``'s ``dedupe``) and that entry's id came back instead.
+    """
+
+    created: bool
+
+    def __new__(cls, id: int, created: bool) -> Saved:
+        self = super().__new__(cls, id)
+        object.__setattr__(self, "created", bool(created))
+        return self
+
+    @property
+    def id(self) -> int:
+        """The entry's id as a plain ``int``."""
+        return int(self)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Saved is immutable")
+
+    def __repr__(self) -> str:
+        return f"Saved(id={int(self)}, created={self.created})"
+
+    def __str__(self) -> str:
+        """The id, as ``str(int)`` gives it: ``f"[mem:{saved}]"`` cites the entry."""
+        return int.__repr__(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Saved, (int(self), self.created))
