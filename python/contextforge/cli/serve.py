@@ -53,7 +53,7 @@ def mcp(
         from ..mcp_server.http import check_bind, is_loopback, transport_security
     except ImportError as err:
         raise CliError(
-            f"the MCP server needs the 'mcp' package: pip install 'contextforge[mcp]' ({err})"
+            f"the MCP server needs the 'mcp' package: pip install 'contextforge-memory[mcp]' ({err})"
         ) from None
     if not http and (allowed_hosts or insecure_no_auth):
         raise CliError("--allowed-host and --insecure-no-auth apply to --http only")
@@ -74,6 +74,6 @@ def mcp(
                    f"accepted Host headers: {', '.join(accepted)}", err=True)
     try:
         serve(path, policy, http=http, host=host, port=port, allowed_hosts=allowed_hosts,
-              insecure_no_auth=insecure_no_auth, scrub_pii=opts.scrub_pii)
+              insecure_no_auth=insecure_no_auth, scrub_pii=opts.scrub_pii is True)
     except ContextForgeError as err:
         raise from_library(err) from err
