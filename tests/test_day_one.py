@@ -154,3 +154,29 @@ async def test_opening_a_scrubbed_store_without_scrubbing_warns(tmp_path: Path) 
             pass
     async with ContextForge.open(Config(path=db, scrub_pii=True)):  # stronger: no warning
         pass
+
+
+# --- the offline distiller ------------------------------------------------------
+
+
+async def test_a_one_message_transcript_saves_its_fact(mem: ContextForge) -> None:
+    """The summary and the fact of a one-message transcript are different
+    entries (kinds differ): the fact is saved, not reported as skipped with the
+    summary's id."""
+    result = await mem.distill_and_save(
+        [{"role": "user", "content": "I decided to move the launch to Friday."}], scope="s"
+    )
+    kinds = sorted(item.kind for item in result.saved)
+    assert "fact" in kinds and "summary" in kinds
+    assert result.skipped == ()
+    assert len({item.id for item in result.saved}) == len(result.saved)
+
+
+def test_speaker_lines_in_a_text_transcript() -> None:
+    from contextforge.distill.transcript import coerce_transcript
+
+    assert coerce_transcript("Alice: I prefer dark mode\n\nMary Ann: noted, dark it is\n") == [
+        ("Alice", "I prefer dark mode"), ("Mary Ann", "noted, dark it is")]
+    # A lone label-like line in prose is not a speaker.
+    assert coerce_transcript("Note: the deploy failed\nretry tomorrow\ncheck the logs") == [
+        (None, "Note: the deploy failed"), (None, "retry tomorrow"), (None, "check the logs")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -50,19 +51,31 @@ def _speaker(i: int, value: object) -> str | None:
     )
 
 
+_SPEAKER = re.compile(r"^\s*([^\W\d_][\w.'-]*(?: [\w.'-]+){0,2}):\s+(\S.*)$")
+
+
+def _lines(text: str) -> list[tuple[str | None, str]]:
+    """A text transcript's lines as ``(speaker, text)`` (see ``coerce_transcript``)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    matches = [_SPEAKER.match(line) for line in lines]
+    if 2 * sum(m is not None for m in matches) < len(lines):
+        return [(None, line) for line in lines]
+    return [(m.group(1), m.group(2)) if m else (None, line) for line, m in zip(lines, matches)]
+
+
 def coerce_transcript(transcript: Transcript) -> list[tuple[str | None, str]]:
     """``(speaker, text)`` pairs, in order, from any accepted transcript shape.
 
-    A string is split into lines, each a message without a speaker (blank lines
-    dropped), so chunks break between lines. In a mapping the speaker is
+    A string is split into lines, each a message (blank lines dropped), so
+    chunks break between lines. When most lines read ``Speaker: text`` (a name
+    of at most three words), those lines carry that speaker; otherwise no line
+    has one (so a lone ``Note: ...`` is not taken for a speaker). In a mapping the speaker is
     ``"name"`` if present, else ``"role"`` (or ``"speaker"``), and the text is
     ``"content"`` (or ``"text"``). Wrong types raise ``InvalidTypeError``; text
     that is not valid Unicode (a lone surrogate) raises ``InvalidInputError``.
     """
     if isinstance(transcript, str):
-        pairs: list[tuple[str | None, str]] = [
-            (None, line) for line in transcript.splitlines() if line.strip()
-        ]
+        pairs: list[tuple[str | None, str]] = _lines(transcript)
     elif isinstance(transcript, Sequence) and not isinstance(transcript, (bytes, bytearray)):
         pairs = []
         for i, message in enumerate(transcript):
