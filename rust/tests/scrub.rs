@@ -743,6 +743,225 @@ mod scrub {
     }
 
     // ---------------------------------------------------------------------------
+    // Inline forms, disguised and cut-short tokens (issue 19, finding 4)
+    // ---------------------------------------------------------------------------
+
+    /// One password in every inline form the hostile review found kept. Each form
+    /// must lose the value, whichever rule takes it.
+    fn inline_password_forms(v: &str) -> Vec<String> {
+        vec![
+            format!("docker run -e POSTGRES_PASSWORD={v} -d postgres:16"),
+            format!("docker run --env MYSQL_ROOT_PASSWORD={v} mysql"),
+            format!("PGPASSWORD={v} psql -h db -U app main"),
+            format!("DB_PASSWORD={v} ./run.sh --migrate"),
+            format!("services:\n  db:\n    environment:\n      - POSTGRES_PASSWORD={v}\n    image: postgres"),
+            format!("<config><user>app</user><password>{v}</password></config>"),
+            format!("pw: {v}"),
+            format!("wifi pw: {v} (guest network)"),
+            format!("sshpass -p '{v}' ssh root@10.0.0.5"),
+            format!("sshpass -p {v} scp file host:"),
+            format!("mysql -u root -p{v} main"),
+            format!("mysql -uroot -p'{v}' -h db"),
+            format!("htpasswd -b .htpasswd admin {v}"),
+            format!("htpasswd -cb /etc/nginx/.htpasswd admin {v}"),
+            format!("htpasswd -nb admin {v}"),
+            format!("requirepass {v}"),
+            format!("redis-server --requirepass {v} --port 6380"),
+            format!("CREATE ROLE app WITH LOGIN PASSWORD '{v}';"),
+            format!("ALTER USER app WITH PASSWORD '{v}';"),
+            format!("CREATE USER 'app'@'%' IDENTIFIED BY '{v}';"),
+            format!("CREATE LOGIN app WITH PASSWORD = '{v}';"),
+            format!("the root pw is {v}"),
+            format!("login with admin / {v}"),
+            format!("Login: admin / {v}."),
+            format!("the passphrase for the backup is {v}"),
+            format!("The password for the staging db is {v}, don't share it"),
+        ]
+    }
+
+    #[test]
+    fn inline_password_forms_are_redacted() {
+        let s = scrubber();
+        let mut kept = Vec::new();
+        for v in ["S3cure!Pass2024", "hunter2Xq9", "Tr0ub4dor&3"] {
+            for text in inline_password_forms(v) {
+                let out = s.scrub(&text);
+                if out.contains(v) || !out.contains("[REDACTED:") {
+                    kept.push(format!("{text:?} -> {out:?}"));
+                }
+                assert_eq!(s.scrub(&out), out, "not idempotent on {text:?}");
+            }
+        }
+        assert!(kept.is_empty(), "{} kept:\n{}", kept.len(), kept.join("\n"));
+    }
+
+    #[test]
+    fn cookies_and_otp_uris_are_redacted() {
+        let s = scrubber();
+        let session = "k3x9Qm2vR7pL0zW4nB8d";
+        let otp = "JBSWY3DPEHPK3PXP";
+        let cases = [
+            (format!("Cookie: sessionid={session}; theme=dark"), session),
+            (format!("curl -H 'Cookie: csrftoken=x1; sessionid={session}' https://x"), session),
+            (format!("Set-Cookie: PHPSESSID={session}; Path=/; HttpOnly"), session),
+            (format!("\"Cookie\": \"sid={session}\""), session),
+            (format!("otpauth://totp/ACME:alice@acme.io?secret={otp}&issuer=ACME"), otp),
+            (format!("scan otpauth://totp/x?issuer=ACME&secret={otp}&digits=6"), otp),
+        ];
+        for (text, secret) in cases {
+            let out = s.scrub(&text);
+            assert!(!out.contains(secret), "{text:?} -> {out:?}");
+        }
+        assert_eq!(
+            s.scrub(&format!("Cookie: sessionid={session}; theme=dark")),
+            "Cookie: [REDACTED:cookie]"
+        );
+    }
+
+    /// Known-format tokens, random bodies.
+    fn known_tokens() -> Vec<String> {
+        let mut r = Rng(0x1919);
+        vec![
+            format!("ghp_{}", r.mixed(ALNUM, 36)),
+            format!("sk-proj-{}", r.mixed(B64URL, 48)),
+            format!("sk-{}", r.mixed(ALNUM, 48)),
+            format!("AKIA{}", r.token(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)),
+            format!("glpat-{}", r.mixed(B64URL, 20)),
+            format!("xoxb-{}-{}", r.token(DIGITS, 12), r.mixed(ALNUM, 24)),
+        ]
+    }
+
+    /// The token split in two by something a reader does not see (or barely does).
+    #[test]
+    fn split_and_disguised_tokens_are_redacted_whole() {
+        let s = scrubber();
+        for token in known_tokens() {
+            let half = token.len() / 2;
+            let (a, b) = token.split_at(half);
+            let (prefix, body) = token.split_at(token.find(['_', '-']).map_or(4, |i| i + 1));
+            let fullwidth: String = prefix
+                .chars()
+                .map(|c| char::from_u32(c as u32 - 0x21 + 0xFF01).unwrap())
+                .collect();
+            let forms = [
+                format!("{a}\u{200B}{b}"),
+                format!("{a}\u{2060}{b}"),
+                format!("{a}\u{00AD}{b}"),
+                format!("{a}\n{b}"),
+                format!("{a}\r\n{b}"),
+                format!("{}%5F{}", &prefix[..prefix.len() - 1], body),
+                format!("{fullwidth}{body}"),
+                token.replace(&token[1..2], &format!("%{:02X}", token.as_bytes()[1])),
+            ];
+            for form in forms {
+                let text = format!("the key: {form} (rotate it)");
+                let out = s.scrub(&text);
+                // Neither half survives, and the text around it is kept as written.
+                let tail = &token[token.len() - 8..];
+                let head_body = &body[..8.min(body.len())];
+                assert!(
+                    !out.contains(tail) && !out.contains(head_body),
+                    "{form:?} -> {out:?}"
+                );
+                assert!(out.starts_with("the key: [REDACTED:") && out.ends_with("] (rotate it)"), "{out:?}");
+                assert_eq!(s.scrub(&out), out);
+            }
+        }
+    }
+
+    #[test]
+    fn disguises_are_matched_but_the_text_around_them_is_kept() {
+        let s = scrubber();
+        let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+        let text = format!("Ｈｅｌｌｏ — ｇｈｐ＿{}\u{200B} café ﬁne", &token[4..]);
+        assert_eq!(s.scrub(&text), "Ｈｅｌｌｏ — [REDACTED:github_token]\u{200B} café ﬁne");
+        let url = format!("https://x.io/a%20b?t=ghp%5F{}&q=%2F", &token[4..]);
+        assert_eq!(s.scrub(&url), "https://x.io/a%20b?t=[REDACTED:github_token]&q=%2F");
+    }
+
+    #[test]
+    fn cut_short_tokens_with_a_known_prefix_are_redacted() {
+        let s = scrubber();
+        for token in known_tokens() {
+            let cut = &token[..token.len().min(24).max(token.len() * 2 / 3)];
+            for text in [format!("{cut}"), format!("token {cut}… (truncated)"), format!("\"{cut}...\"")] {
+                let out = s.scrub(&text);
+                assert!(!out.contains(&cut[cut.len() - 8..]), "{text:?} -> {out:?}");
+            }
+        }
+        // Labelled as the format they belong to.
+        assert_eq!(s.scrub("ghp_Xq7Lm2Pz9Kw4Rt8N"), "[REDACTED:github_token]");
+    }
+
+    /// Near misses of the new forms: ordinary text, references and identifiers.
+    #[test]
+    fn inline_forms_leave_look_alikes_alone() {
+        let s = scrubber();
+        for text in [
+            "docker run -e POSTGRES_PASSWORD=$PW -d postgres",
+            "PGPASSWORD=\"${PGPASSWORD}\" psql",
+            "docker run -e POSTGRES_HOST_AUTH_METHOD=trust postgres",
+            "MAX_TOKENS=4096 ./run",
+            "<password></password> and <password>{{ pw }}</password>",
+            "<key>name</key>",
+            "the requirepass directive sets a password",
+            "ssh -p 2222 root@host",
+            "sshpass -f ~/.pw ssh host",
+            "htpasswd -c .htpasswd admin",
+            "identified by their names",
+            "the password is correct",
+            "my pw is weak",
+            "login with Google / GitHub",
+            "sign in at 10:30am",
+            "login with user/pass",
+            "log in with OAuth2 / OpenID",
+            "Cookie: chocolate chip",
+            "Cookie: theme=dark; lang=en",
+            "task-ghp_ is not a token",
+            "sk-learn-classifier-v2 is a model",
+            "hf_hub_download(repo_id)",
+            "AKIAIOSFODNN7EXAMPLE",
+            "50% off, 100%5 done, a%20b",
+            "the ASIAN2024 summit",
+            "Ｈｅｌｌｏ ｗｏｒｌｄ",
+        ] {
+            assert!(s.findings(text).is_empty(), "{text:?}: {:?}", s.findings(text));
+        }
+    }
+
+    /// Scope, session id and kind are stored and shown as given, so one holding a
+    /// secret is refused with a typed error.
+    #[test]
+    fn labels_holding_a_secret_are_refused() {
+        use _core::entry::validate_label;
+        use _core::Error;
+        let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+        for label in [
+            token.to_owned(),
+            format!("user:{token}"),
+            "api_key=a8f3b2c9d1e07f6a".to_owned(),
+            "ｇｈｐ＿0123456789abcdefghijABCDEFGHIJ012345".to_owned(),
+        ] {
+            for name in ["scope", "session_id", "kind"] {
+                let err = validate_label(name, &label).expect_err(&label);
+                assert!(matches!(&err, Error::InvalidInput(m) if m.contains(name) && m.contains("secret")), "{err}");
+                assert!(!err.to_string().contains(token), "the error repeats the secret: {err}");
+            }
+        }
+        for label in [
+            "user:alice",
+            "project/2024-q3",
+            "sess_01HZX3K9V2ABCDEF",
+            "550e8400-e29b-41d4-a716-446655440000",
+            "note",
+            "chat:turn",
+            "team:key-accounts",
+        ] {
+            assert!(validate_label("scope", label).is_ok(), "{label}");
+        }
+    }
+
+    // ---------------------------------------------------------------------------
     // Fast path and idempotence
     // ---------------------------------------------------------------------------
 

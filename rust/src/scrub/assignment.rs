@@ -17,7 +17,6 @@ use super::names::{mentions_password, names, Family};
 use super::rule::{Rule, Verdict, ASSIGNMENT};
 use super::validate::{
     has_digit, has_letter, has_mixed_case, is_path, is_placeholder_word, is_reference, is_uri,
-    without_trailing_punctuation,
 };
 use regex::Captures;
 
@@ -124,14 +123,6 @@ pub(crate) const RULES: &[Rule] = &[
     )
     .keywords(PW)
     .check(pw_flag),
-    // Prose: "my password is hunter2", "login admin, password: Tr0ub4dor".
-    Rule::secret(
-        PW_LABEL,
-        ASSIGNMENT + 1,
-        r#"(?i)\b(?P<name>password|passwd|passcode|passphrase|pwd)(?:[ \t]+(?:is|was|would be|will be)\b[ \t]*:?|[ \t]*[:=])[ \t]*["'“]?(?P<s1>[^\s"'`“”]+)"#,
-    )
-    .keywords(&["passw", "passc", "passp", "pwd"])
-    .check(pw_prose),
     // `mysql -u root -pS3cret`: the one common CLI that glues the password to `-p`.
     Rule::secret(
         PW_LABEL,
@@ -240,21 +231,15 @@ fn pw_flag(caps: &Captures<'_>, v: &str) -> Verdict {
     verdict(unquoted_literal(v) && (strong || v.len() >= 12))
 }
 
-fn pw_prose(_: &Captures<'_>, v: &str) -> Verdict {
-    let n = without_trailing_punctuation(v);
-    let core = &v[..n];
-    let digits_only = core.bytes().all(|b| b.is_ascii_digit());
-    let strong = (has_letter(core) && (has_digit(core) || core.bytes().any(is_symbol)))
-        || (digits_only && core.len() >= 6);
-    if (4..=128).contains(&core.len())
-        && strong
-        && unquoted_literal(core)
-        && !is_placeholder_word(core)
-    {
-        Verdict::Trim(n)
-    } else {
-        Verdict::Reject
-    }
+/// A value that reads as a password with no syntax around it (prose, bare command
+/// arguments): letters with digits or symbols, 4 to 128 bytes, a literal, and not a
+/// placeholder word.
+pub(crate) fn strong_password(v: &str) -> bool {
+    (4..=128).contains(&v.len())
+        && has_letter(v)
+        && (has_digit(v) || v.bytes().any(is_symbol))
+        && unquoted_literal(v)
+        && !is_placeholder_word(v)
 }
 
 fn mysql(_: &Captures<'_>, v: &str) -> Verdict {
@@ -292,7 +277,7 @@ fn glue<'h>(caps: &Captures<'h>, after: &str) -> &'h str {
 }
 
 /// A quoted literal assigned to a password name.
-fn password_literal(name: &str, v: &str) -> bool {
+pub(crate) fn password_literal(name: &str, v: &str) -> bool {
     let len = v.chars().count();
     (3..=200).contains(&len)
         && !v.chars().any(char::is_whitespace)
@@ -306,7 +291,7 @@ fn password_literal(name: &str, v: &str) -> bool {
 }
 
 /// A literal assigned to a secret name: a token, not a word, regex or format string.
-fn secret_literal(v: &str) -> bool {
+pub(crate) fn secret_literal(v: &str) -> bool {
     looks_like_secret(v)
         && !is_reference(v)
         && !is_path(v)
@@ -315,7 +300,7 @@ fn secret_literal(v: &str) -> bool {
 }
 
 /// An unquoted value that cannot be an expression in common languages.
-fn unquoted_literal(v: &str) -> bool {
+pub(crate) fn unquoted_literal(v: &str) -> bool {
     if v.is_empty()
         || is_reference(v)
         || is_path(v)

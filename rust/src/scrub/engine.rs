@@ -5,7 +5,8 @@ use super::prefilter::{Mask, Prefilter, MAX_RULES};
 use super::redact::{mask, placeholder_spans, OPEN};
 use super::rule::{Check, Class, Rule, Verdict};
 use super::window::{windows, WHOLE_TEXT_MAX};
-use super::{assignment, entropy, patterns, pii, Finding};
+use super::fold::fold;
+use super::{assignment, commands, entropy, known, patterns, pii, prose, Finding};
 use regex::{Regex, RegexBuilder};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -26,6 +27,7 @@ struct Compiled {
     secret_groups: Vec<usize>,
     check: Option<Check>,
     multiline: bool,
+    relabel: bool,
 }
 
 /// A finding before overlaps are resolved.
@@ -45,7 +47,10 @@ impl Engine {
     fn build() -> Engine {
         let rules: Vec<&'static Rule> = patterns::RULES
             .iter()
+            .chain(known::RULES)
+            .chain(commands::RULES)
             .chain(assignment::RULES)
+            .chain(prose::RULES)
             .chain(entropy::RULES)
             .chain(pii::RULES)
             .collect();
@@ -74,7 +79,7 @@ impl Engine {
     pub(crate) fn labels(&self, enabled: Mask) -> Vec<&'static str> {
         let mut labels: Vec<&'static str> = Vec::new();
         for (i, rule) in self.rules.iter().enumerate() {
-            if enabled & (1 << i) != 0 && !labels.contains(&rule.label) {
+            if enabled & (1 << i) != 0 && !rule.relabel && !labels.contains(&rule.label) {
                 labels.push(rule.label);
             }
         }
@@ -82,8 +87,29 @@ impl Engine {
     }
 
     /// Findings of the rules in `enabled`, sorted by start and not overlapping.
-    /// Existing placeholders never take part in a finding.
+    /// Existing placeholders never take part in a finding. Rules match on the folded
+    /// view of the text (`fold.rs`); findings are spans of `text` itself.
     pub(crate) fn findings(&self, text: &str, enabled: Mask) -> Vec<Finding> {
+        let Some(view) = fold(text) else {
+            return self.findings_in(text, enabled);
+        };
+        let mut out: Vec<Finding> = Vec::new();
+        for f in self.findings_in(&view.text, enabled) {
+            let mut start = view.orig_start(f.start);
+            let end = view.orig_end(f.end);
+            // Two findings that end and start inside one folded character meet
+            // there; the later one starts after the earlier.
+            if let Some(last) = out.last() {
+                start = start.max(last.end);
+            }
+            if start < end {
+                out.push(Finding { label: f.label, start, end });
+            }
+        }
+        out
+    }
+
+    fn findings_in(&self, text: &str, enabled: Mask) -> Vec<Finding> {
         let mut candidates = self.prefilter.candidates(text, enabled);
         if candidates == 0 {
             return Vec::new();
@@ -165,6 +191,7 @@ fn compile(rule: &Rule) -> Compiled {
         secret_groups,
         check: rule.check,
         multiline: rule.multiline,
+        relabel: rule.relabel,
     }
 }
 
@@ -205,20 +232,22 @@ impl Compiled {
                 Some(check) => check(&caps, secret.as_str()),
                 None => Verdict::Accept,
             };
-            let end = match verdict {
+            let trim = |n: usize| secret.start() + n.clamp(1, secret.len().max(1));
+            let (end, label) = match verdict {
                 Verdict::Reject => {
                     // Another match may start inside this one: `key` in a rejected
                     // `monkey = ...` must not hide the `api_key=...` right after it.
                     at = next_char(text, whole.start());
                     continue;
                 }
-                Verdict::Accept => secret.end(),
-                Verdict::Trim(n) => secret.start() + n.clamp(1, secret.len().max(1)),
+                Verdict::Accept => (secret.end(), self.label),
+                Verdict::Trim(n) => (trim(n), self.label),
+                Verdict::As(label, n) => (trim(n), label),
             };
             if end > secret.start() && text.is_char_boundary(end) {
                 out.push(Candidate {
                     finding: Finding {
-                        label: self.label,
+                        label,
                         start: base + secret.start(),
                         end: base + end,
                     },

@@ -1,17 +1,28 @@
 //! Secret scrubbing: replace credentials (and, opt-in, personal data) in text with
 //! `[REDACTED:<label>]` before it is stored or shown to a model.
 //!
-//! Pipeline, per text: an Aho-Corasick keyword scan picks the rules that can match
+//! Pipeline, per text: rules match on a folded view of the text (`fold.rs`: zero-width
+//! characters removed, fullwidth and other compatibility forms folded to ASCII,
+//! percent-encoded letters decoded), and each finding redacts the matching span of
+//! the original. An Aho-Corasick keyword scan picks the rules that can match
 //! (`prefilter.rs`); text with no candidate keyword is returned as is, borrowed.
 //! Each candidate rule runs its regex and check (`engine.rs`), over the whole text
 //! or, for long texts, only the lines around its keywords (`window.rs`);
 //! overlapping findings are resolved by priority; the survivors are replaced
 //! (`redact.rs`).
 //!
-//! Rules: vendor formats and key blocks (`patterns.rs`), values assigned to
-//! password- and secret-like names (`assignment.rs`, `names.rs`), random-looking
-//! tokens next to a key-like name (`entropy.rs`), and personal data (`pii.rs`).
-//! [`Scrubber::labels`] lists the labels.
+//! Rules: vendor formats and key blocks (`patterns.rs`), the same formats cut short
+//! or wrapped onto a second line (`known.rs`), values assigned to password- and
+//! secret-like names (`assignment.rs`, `names.rs`), credentials in commands, SQL,
+//! XML, cookies and OTP URIs (`commands.rs`), passwords told in sentences
+//! (`prose.rs`), random-looking tokens next to a key-like name (`entropy.rs`), and
+//! personal data (`pii.rs`). [`Scrubber::labels`] lists the labels.
+//!
+//! Labels (scope, session id, kind) are stored and shown as given, so they are not
+//! redacted: [`label_secret`] tells the validation to refuse one holding a secret.
+//!
+//! Metadata is JSON text: [`Scrubber::scrub_json_str`] rewrites only the string
+//! literals that change (`json_text.rs`), so numbers and key order stay as given.
 //!
 //! URL credentials keep the scheme, user and host and replace only the password:
 //! `postgres://app:[REDACTED:url_credentials]@db:5432/x`. Key blocks are replaced
@@ -24,13 +35,18 @@
 //! digit.
 
 mod assignment;
+mod commands;
 mod engine;
 mod entropy;
+mod fold;
 mod json;
+mod json_text;
+mod known;
 mod names;
 mod patterns;
 mod pii;
 mod prefilter;
+mod prose;
 mod redact;
 mod rule;
 mod validate;
@@ -131,15 +147,32 @@ impl Scrubber {
 
     /// Scrubs every string in `value`: values, array items, and object keys. A string
     /// under a password- or secret-like key (`{"api_key": "..."}`) is judged with
-    /// the key as context, as `api_key="..."` would be in text.
+    /// the key as context, as `api_key="..."` would be in text. Keys keep their
+    /// order; numbers are whatever `value` already holds (use [`Self::scrub_json_str`]
+    /// on the text to keep every number exactly as written).
     pub fn scrub_json(&self, value: &mut serde_json::Value) {
         json::scrub_value(self, value);
+    }
+
+    /// `scrub_json` on JSON text, in place: only the string literals that need
+    /// redacting are rewritten, every other byte (numbers, key order, spacing) is
+    /// kept. Borrowed when nothing changed. Text that is not JSON is scrubbed as
+    /// plain text.
+    pub fn scrub_json_str<'a>(&self, json: &'a str) -> Cow<'a, str> {
+        json_text::scrub_json_text(self, json)
     }
 
     /// The labels this scrubber can emit, e.g. `github_token`, `private_key`.
     pub fn labels(&self) -> Vec<&'static str> {
         self.engine.labels(self.enabled)
     }
+}
+
+/// The label of the rule that finds a secret in `label` (a scope, session id, kind
+/// or metadata key), or `None`. Labels are stored, indexed and shown as given, never
+/// redacted, so a label holding a secret must be refused instead.
+pub fn label_secret(label: &str) -> Option<&'static str> {
+    Scrubber::default().findings(label).first().map(|f| f.label)
 }
 
 impl Default for Scrubber {

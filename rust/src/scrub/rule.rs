@@ -17,6 +17,9 @@ pub(crate) enum Verdict {
     /// Accept only the first `n` bytes of the secret, e.g. without the period that
     /// ends the sentence. `n` is at least 1 and at most the secret's length.
     Trim(usize),
+    /// Accept the first `n` bytes under another rule's label: a rule marked
+    /// `relabel` reports the format it found (`github_token` for a cut-short one).
+    As(&'static str, usize),
 }
 
 /// Looks at the whole match (`caps`) and the secret part of it (`secret`).
@@ -43,6 +46,9 @@ pub(crate) struct Rule {
     /// A match may span many lines (key blocks), so the rule always sees the whole
     /// text. Other rules may be run only on the lines around their keywords.
     pub multiline: bool,
+    /// The rule's findings carry the labels its check gives (`Verdict::As`), which
+    /// are other rules' labels; its own label is only its name and never emitted.
+    pub relabel: bool,
 }
 
 // Priorities, from most to least trusted. A structural block beats a token inside it,
@@ -66,6 +72,7 @@ impl Rule {
             pattern,
             check: None,
             multiline: false,
+            relabel: false,
         }
     }
 
@@ -96,6 +103,11 @@ impl Rule {
 
     pub const fn multiline(mut self) -> Rule {
         self.multiline = true;
+        self
+    }
+
+    pub const fn relabel(mut self) -> Rule {
+        self.relabel = true;
         self
     }
 }
