@@ -761,7 +761,10 @@ mod scrub {
             format!("sshpass -p '{v}' ssh root@10.0.0.5"),
             format!("sshpass -p {v} scp file host:"),
             format!("mysql -u root -p{v} main"),
+            format!("mysql -p{v}"),
             format!("mysql -uroot -p'{v}' -h db"),
+            format!("MYSQL_PWD={v} mysql -u root"),
+            format!("machine api.example.com login bot password {v}"),
             format!("htpasswd -b .htpasswd admin {v}"),
             format!("htpasswd -cb /etc/nginx/.htpasswd admin {v}"),
             format!("htpasswd -nb admin {v}"),
@@ -783,7 +786,7 @@ mod scrub {
     fn inline_password_forms_are_redacted() {
         let s = scrubber();
         let mut kept = Vec::new();
-        for v in ["S3cure!Pass2024", "hunter2Xq9", "Tr0ub4dor&3"] {
+        for v in ["S3cure!Pass2024", "hunter2Xq9", "Tr0ub4dor&3", "Kx7#mQ2@vL"] {
             for text in inline_password_forms(v) {
                 let out = s.scrub(&text);
                 if out.contains(v) || !out.contains("[REDACTED:") {
@@ -909,6 +912,7 @@ mod scrub {
             "sshpass -f ~/.pw ssh host",
             "htpasswd -c .htpasswd admin",
             "identified by their names",
+            "/// Opens the named pipe identified by `addr2`.",
             "the password is correct",
             "my pw is weak",
             "login with Google / GitHub",
