@@ -398,6 +398,126 @@ async def test_open_counts_entries_unless_a_clean_close_vouches_for_the_index(tm
         assert found == ["first walrus", "second walrus"]
 
 
+# --- An index left by another database (issue 19, finding 1) --------------------
+
+
+def move_database(source: Path, target: Path) -> None:
+    """Moves a database file (and its WAL files) over another, leaving the
+    target's index directory where it is."""
+    for suffix in ("", "-wal", "-shm"):
+        src, dst = Path(f"{source}{suffix}"), Path(f"{target}{suffix}")
+        if src.exists():
+            os.replace(src, dst)
+        elif dst.exists():
+            dst.unlink()
+
+
+async def test_an_index_left_by_another_database_is_not_trusted(tmp_path: Path) -> None:
+    """The hostile review's reproduction: another database with the same entry
+    ids and change numbers, the scopes the other way round, moved over the
+    store while its index stays. The index must be rebuilt, not trusted."""
+    main, fresh = tmp_path / "memory.db", tmp_path / "fresh.db"
+    for path, first, second in ((main, "user:alice", "user:bob"), (fresh, "user:bob", "user:alice")):
+        async with await ContextForge.open(str(path)) as cf:
+            for i in range(40):
+                await cf.save(f"shopping list apples item {i}", scope=first if i % 2 == 0 else second)
+    move_database(fresh, main)
+    assert Path(f"{main}.index").is_dir()
+    async with await ContextForge.open(str(main)) as cf:
+        hits = await cf.query("shopping list apples", "user:bob", BIG, depth=1000)
+        assert [h.scope for h in hits if h.scope != "user:bob"] == []
+        assert len(hits) == 20
+        assert sorted(int(h.content.split()[-1]) for h in hits) == list(range(1, 40, 2))
+
+
+# --- Damage inside the index's files (issue 19, finding 6) ------------------------
+
+# Opens the store twice (the second open must find nothing left to repair) and
+# prints, for each round, the ids every word finds in every scope. It runs in a
+# subprocess: a query that spins on the event loop's thread fails the test by
+# its timeout instead of hanging the runner.
+QUERY_DAMAGED = textwrap.dedent(
+    """
+    import asyncio, json, logging, sys
+    from contextforge import ContextForge
+
+    async def main(path, words, scopes):
+        rounds = []
+        for _ in range(2):
+            found = {}
+            async with await ContextForge.open(path) as cf:
+                for word in words:
+                    for scope in scopes:
+                        hits = await cf.query(word, [scope], 10**9, depth=10_000)
+                        found[f"{word} {scope}"] = sorted(h.id for h in hits)
+            rounds.append(found)
+        print(json.dumps(rounds))
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    asyncio.run(main(sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])))
+    """
+)
+
+
+def segment_files(index_dir: Path, suffix: str) -> list[Path]:
+    files = [p for p in index_files(index_dir) if p.suffix == suffix]
+    assert files, f"no {suffix} file to damage"
+    return files
+
+
+def flip_bytes(files: list[Path], count: int, seed: str) -> None:
+    rng = random.Random(seed)
+    for f in files:
+        data = bytearray(f.read_bytes())
+        for at in rng.sample(range(len(data)), min(count, len(data))):
+            data[at] ^= rng.randrange(1, 256)
+        f.write_bytes(bytes(data))
+
+
+def damage_inside(index_dir: Path, how: str) -> None:
+    if how.startswith("flip"):
+        suffix = "." + how.removeprefix("flip_")
+        flip_bytes(segment_files(index_dir, suffix), 64, how)
+    elif how == "truncated_pos":
+        for f in segment_files(index_dir, ".pos"):
+            with f.open("r+b") as fh:
+                fh.truncate(f.stat().st_size // 2)
+    elif how == "garbage_pos":
+        for f in segment_files(index_dir, ".pos"):
+            f.write_bytes(random.Random(how).randbytes(max(f.stat().st_size, 64)))
+    else:
+        raise AssertionError(how)
+
+
+INSIDE_DAMAGE = ["flip_idx", "flip_fast", "flip_term", "truncated_pos", "garbage_pos"]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("how", INSIDE_DAMAGE)
+async def test_damage_inside_index_files_is_found_and_rebuilt(tmp_path: Path, how: str) -> None:
+    path = str(tmp_path / "memory.db")
+    expected = await seeded_store(path)
+    damage_inside(Path(path + ".index"), how)
+    scopes: list[str | None] = [*SCOPES, None]
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", QUERY_DAMAGED, path, json.dumps(WORDS), json.dumps(scopes)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{how}: queries on the damaged index hung")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    want = {f"{w} {s}": sorted(expected[w].get(s, [])) for w in WORDS for s in scopes}
+    first, second = json.loads(proc.stdout)
+    assert first == want
+    assert second == want
+    # The repair is logged, through the `contextforge` logger.
+    assert "rebuilding the search index" in proc.stderr, proc.stderr[-3000:]
+    assert "panicked" not in proc.stderr, proc.stderr[-3000:]
+
+
 # --- A full disk -----------------------------------------------------------------
 
 # Fills the disk (a 2 MB tmpfs, or RLIMIT_FSIZE) with saves, then gives the space

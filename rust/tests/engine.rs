@@ -642,3 +642,249 @@ fn a_query_that_must_not_wait_declines_a_long_catch_up_and_answers_otherwise() {
     assert!(memory.try_query_timed(&ask("marker0")).unwrap().is_none());
     assert_eq!(query(&memory, "marker0", Some("s")).len(), 1);
 }
+
+// --- The index belongs to its database, and damage to it is repaired --------
+// (issue 19, findings 1 and 6: `index/identity.rs`, `index/health.rs`)
+
+/// Moves the database at `from` (with its WAL files) over the one at `to`,
+/// leaving `to`'s index directory where it is.
+fn move_database(from: &std::path::Path, to: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let (src, dst) = (format!("{}{suffix}", from.display()), format!("{}{suffix}", to.display()));
+        let _ = std::fs::remove_file(&dst);
+        if std::path::Path::new(&src).exists() {
+            std::fs::rename(&src, &dst).unwrap();
+        }
+    }
+}
+
+fn copy_database(from: &std::path::Path, to: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let src = format!("{}{suffix}", from.display());
+        if std::path::Path::new(&src).exists() {
+            std::fs::copy(&src, format!("{}{suffix}", to.display())).unwrap();
+        }
+    }
+}
+
+/// Every hit of `text` in `scope`, as (id, scope, content).
+fn hits_in(engine: &Engine, text: &str, scope: &str) -> Vec<(i64, Option<String>, String)> {
+    let mut q = Query::new(text, 1_000_000).in_scope(scope);
+    q.now = Some(NOW);
+    q.depth = Some(1000);
+    engine.query(&q).unwrap().into_iter().map(|h| (h.entry.id, h.entry.scope, h.entry.content)).collect()
+}
+
+fn config_at(path: &std::path::Path) -> Config {
+    let mut config = Config::new(path.to_string_lossy());
+    config.flush_ms = 50;
+    config
+}
+
+#[test]
+fn an_index_left_by_another_database_is_rebuilt_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (main, other) = (dir.path().join("memory.db"), dir.path().join("fresh.db"));
+    // The same 40 texts in both, the scopes alternating the other way round:
+    // entry n and change n are the same numbers in both databases.
+    for (path, first) in [(&main, "user:alice"), (&other, "user:bob")] {
+        let engine = Engine::open(config_at(path)).unwrap();
+        for i in 0..40 {
+            let scope = if i % 2 == 0 { first } else if first == "user:alice" { "user:bob" } else { "user:alice" };
+            engine.save(NewEntry::new(format!("shopping list apples item {i}")).scope(scope).at(NOW)).unwrap();
+        }
+        engine.close().unwrap();
+    }
+    move_database(&other, &main);
+    assert!(dir.path().join("memory.db.index").is_dir(), "the old index stays in place");
+    let engine = Engine::open(config_at(&main)).unwrap();
+    let hits = hits_in(&engine, "shopping list apples", "user:bob");
+    let foreign: Vec<_> = hits.iter().filter(|(_, scope, _)| scope.as_deref() != Some("user:bob")).collect();
+    assert!(foreign.is_empty(), "hits from another scope: {foreign:?}");
+    assert_eq!(hits.len(), 20);
+}
+
+#[test]
+fn a_backup_restored_over_the_database_rebuilds_its_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let (main, backup) = (dir.path().join("memory.db"), dir.path().join("backup.db"));
+    let engine = Engine::open(config_at(&main)).unwrap();
+    let kept = engine.save(NewEntry::new("kept walrus").scope("s").at(NOW)).unwrap();
+    engine.close().unwrap();
+    drop(engine);
+    copy_database(&main, &backup);
+    let engine = Engine::open(config_at(&main)).unwrap();
+    for i in 0..5 {
+        engine.save(NewEntry::new(format!("later walrus {i}")).scope("s").at(NOW)).unwrap();
+    }
+    engine.close().unwrap();
+    drop(engine);
+    move_database(&backup, &main);
+    // The index has changes the database does not: rebuilt, not trusted.
+    let engine = Engine::open(config_at(&main)).unwrap();
+    let found: Vec<i64> = hits_in(&engine, "walrus", "s").into_iter().map(|(id, _, _)| id).collect();
+    assert_eq!(found, vec![kept]);
+}
+
+#[test]
+fn an_older_copy_that_took_other_writes_rebuilds_its_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let (main, copy) = (dir.path().join("memory.db"), dir.path().join("copy.db"));
+    let engine = Engine::open(config_at(&main)).unwrap();
+    engine.save(NewEntry::new("shared heron").scope("s").at(NOW)).unwrap();
+    engine.close().unwrap();
+    drop(engine);
+    copy_database(&main, &copy);
+    // The original goes on with beta, the copy (same id) with gamma: the same
+    // entry ids and change numbers, another history.
+    for (path, word) in [(&main, "beta"), (&copy, "gamma")] {
+        let engine = Engine::open(config_at(path)).unwrap();
+        for i in 0..10 {
+            engine.save(NewEntry::new(format!("{word} heron {i}")).scope("s").at(NOW)).unwrap();
+        }
+        engine.close().unwrap();
+    }
+    move_database(&copy, &main);
+    let engine = Engine::open(config_at(&main)).unwrap();
+    assert_eq!(hits_in(&engine, "beta", "s"), vec![], "an index of the other history was trusted");
+    let gamma = hits_in(&engine, "gamma", "s");
+    assert_eq!(gamma.len(), 10);
+    assert!(gamma.iter().all(|(_, _, content)| content.starts_with("gamma")), "{gamma:?}");
+}
+
+/// A store of 300 entries with known words, closed cleanly, and the words'
+/// expected ids in scope "s".
+fn damaged_store_fixture(dir: &tempfile::TempDir) -> (Config, Vec<(String, Vec<i64>)>) {
+    let config = file_config(dir);
+    let engine = Engine::open(config.clone()).unwrap();
+    let words = ["amber", "basalt", "cobalt", "dune", "ember", "flint"];
+    let mut expected: Vec<(String, Vec<i64>)> = words.iter().map(|w| ((*w).to_owned(), Vec::new())).collect();
+    let batch: Vec<NewEntry> = (0..300)
+        .map(|i| {
+            let text: Vec<&str> = words.iter().enumerate().filter(|(j, _)| (i >> j) & 1 == 1).map(|(_, w)| *w).collect();
+            NewEntry::new(format!("record{i} {}", text.join(" "))).scope("s").at(NOW - i64::from(i))
+        })
+        .collect();
+    let ids = engine.save_many(batch).unwrap();
+    for (i, id) in ids.iter().enumerate() {
+        for (j, (_, found)) in expected.iter_mut().enumerate() {
+            if (i >> j) & 1 == 1 {
+                found.push(*id);
+            }
+        }
+    }
+    engine.close().unwrap();
+    (config, expected)
+}
+
+/// Runs `f` on another thread and fails the test if it has not finished in a
+/// minute (a spinning query cannot be stopped, only outlived).
+fn within_a_minute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(f());
+    });
+    receive.recv_timeout(std::time::Duration::from_secs(60)).expect("hung (or panicked)")
+}
+
+fn segment_files(dir: &tempfile::TempDir, extension: &str) -> Vec<std::path::PathBuf> {
+    let index = dir.path().join("memory.db.index");
+    let files: Vec<_> = std::fs::read_dir(index)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
+        .collect();
+    assert!(!files.is_empty(), "no .{extension} file");
+    files
+}
+
+/// Flips `count` bytes of each file's body, spread out; the footer (a JSON
+/// object with the CRC, in the last 100 bytes or so) is left alone, so that
+/// nothing but the checksum tells.
+fn flip_bytes(files: &[std::path::PathBuf], count: usize) {
+    let mut flipped = 0;
+    for file in files {
+        let mut bytes = std::fs::read(file).unwrap();
+        let body = bytes.len().saturating_sub(256);
+        for k in 0..count.min(body) {
+            // 7919 is prime: distinct positions for any body under it.
+            bytes[(k * 7919 + 13) % body] ^= 0xA5;
+            flipped += 1;
+        }
+        std::fs::write(file, bytes).unwrap();
+    }
+    assert!(flipped > 0, "files too small to damage: {files:?}");
+}
+
+fn assert_damage_is_repaired(damage: impl FnOnce(&tempfile::TempDir)) {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, expected) = damaged_store_fixture(&dir);
+    damage(&dir);
+    within_a_minute(move || {
+        // Every word, twice over: a second open repairs nothing more.
+        for _ in 0..2 {
+            let engine = Engine::open(config.clone()).unwrap();
+            for (word, ids) in &expected {
+                let mut q = Query::new(word.as_str(), 1_000_000).in_scope("s");
+                q.now = Some(NOW);
+                q.depth = Some(1000);
+                let mut found: Vec<i64> = engine.query(&q).unwrap().iter().map(|h| h.entry.id).collect();
+                found.sort_unstable();
+                assert_eq!(&found, ids, "{word}");
+            }
+            engine.close().unwrap();
+        }
+    });
+}
+
+#[test]
+fn flipped_postings_are_found_by_their_checksum_and_rebuilt() {
+    assert_damage_is_repaired(|dir| flip_bytes(&segment_files(dir, "idx"), 64));
+}
+
+#[test]
+fn flipped_fast_fields_are_rebuilt() {
+    assert_damage_is_repaired(|dir| flip_bytes(&segment_files(dir, "fast"), 64));
+}
+
+#[test]
+fn flipped_terms_are_rebuilt() {
+    assert_damage_is_repaired(|dir| flip_bytes(&segment_files(dir, "term"), 64));
+}
+
+#[test]
+fn truncated_or_garbage_positions_are_rebuilt() {
+    assert_damage_is_repaired(|dir| {
+        for file in segment_files(dir, "pos") {
+            let len = std::fs::metadata(&file).unwrap().len();
+            std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(len / 2).unwrap();
+        }
+    });
+    assert_damage_is_repaired(|dir| {
+        for file in segment_files(dir, "pos") {
+            let len = std::fs::metadata(&file).unwrap().len() as usize;
+            std::fs::write(&file, (0..len.max(64)).map(|i| (i * 31 % 251) as u8).collect::<Vec<u8>>()).unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_query_that_must_not_wait_declines_an_index_not_yet_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, expected) = damaged_store_fixture(&dir);
+    flip_bytes(&segment_files(&dir, "idx"), 64);
+    within_a_minute(move || {
+        let engine = Engine::open(config).unwrap();
+        let mut q = Query::new(expected[0].0.as_str(), 1_000_000).in_scope("s");
+        q.now = Some(NOW);
+        q.depth = Some(1000);
+        // Until the check has passed, never answered in place; once a query
+        // that may wait has rebuilt the index, answered again.
+        for _ in 0..50 {
+            assert!(engine.try_query_timed(&q).unwrap().is_none(), "a damaged index was searched in place");
+        }
+        assert_eq!(engine.query(&q).unwrap().len(), expected[0].1.len());
+        assert!(engine.try_query_timed(&q).unwrap().is_some());
+    });
+}
+// --- end of the index identity and damage block ------------------------------

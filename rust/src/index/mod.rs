@@ -1,13 +1,18 @@
 //! The derived search index: tantivy on disk (or in RAM) plus an in-memory tail.
 //!
 //! The index follows the store's change log. Its commits carry the number of the
-//! last change they include, so on open it applies only what it missed, and a
-//! missing or unreadable index is rebuilt from the database.
+//! last change they include, stamped with the database's identity
+//! (`identity.rs`), so on open it applies only what it missed; an index the
+//! database does not confirm, or whose files are damaged (`health.rs`), is
+//! rebuilt from the database (`open.rs`).
 
 mod clean;
 mod collect;
 pub mod dense;
 mod flusher;
+mod health;
+mod identity;
+mod open;
 pub mod schema;
 mod search;
 mod stats;
@@ -15,14 +20,14 @@ mod stem;
 pub mod tail;
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
-use tantivy::directory::MmapDirectory;
 use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
 use tantivy::index::SegmentId;
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
+use tantivy::{Index, IndexReader, IndexWriter, Searcher, TantivyDocument, Term};
 
 use collect::SegmentColumns;
 use crate::entry::Entry;
@@ -34,6 +39,8 @@ pub use search::{Candidate, SearchRequest};
 use schema::{Extra, Fields};
 use tail::Tail;
 use dense::{Dense, Neighbour};
+use health::Health;
+use identity::Stamp;
 
 const WRITER_MEMORY: usize = 64 * 1024 * 1024;
 /// Changes read from the log at a time.
@@ -73,7 +80,14 @@ impl View {
 
 pub struct SearchIndex {
     fields: Fields,
-    reader: IndexReader,
+    /// The store this index follows (the one every method's `store` names):
+    /// commits read their stamp's nonce from it, and a search that finds the
+    /// index damaged rebuilds from it.
+    store: Arc<Store>,
+    /// The database's id, stamped on every commit.
+    database: String,
+    /// Replaced, with `writer`, `view` and `health`, by a rebuild.
+    reader: RwLock<IndexReader>,
     writer: Mutex<Option<IndexWriter<TantivyDocument>>>,
     view: RwLock<View>,
     /// Entry embeddings; follows the same changes as `view`.
@@ -81,6 +95,8 @@ pub struct SearchIndex {
     /// The newest change applied to the view; guarded for writes by `apply_lock`.
     applied: AtomicI64,
     apply_lock: Mutex<()>,
+    /// Whether the committed index may be read (`health.rs`).
+    health: RwLock<Arc<Health>>,
     /// The directory, when this process owns it (not an in-RAM index).
     dir: Option<PathBuf>,
     /// A commit failed this session: the next open must count, not trust.
@@ -88,109 +104,6 @@ pub struct SearchIndex {
 }
 
 impl SearchIndex {
-    /// Opens the index at `dir` (or in RAM) and brings it up to date with `store`.
-    pub fn open(dir: Option<&Path>, store: &Store) -> Result<Self> {
-        let head = store.head()?;
-        // `on_disk`: this process owns the directory (not the in-RAM fallback).
-        let (index, on_disk) = match dir {
-            None => (Self::create(None)?, None),
-            Some(dir) => match Self::open_dir(dir, head) {
-                Ok(index) => (index, Some(dir)),
-                Err(Error::Index(tantivy::TantivyError::LockFailure(..))) => {
-                    // Another process owns this index directory: keep a private
-                    // in-RAM index that follows the same change log.
-                    log::warn!("{} is in use by another process; indexing in RAM", dir.display());
-                    (Self::create(None)?, None)
-                }
-                Err(err) => {
-                    log::warn!("rebuilding the search index at {}: {err}", dir.display());
-                    (Self::create(Some(dir))?, Some(dir))
-                }
-            },
-        };
-        let index = index.owning(on_disk);
-        let closed_cleanly = on_disk.is_some_and(|dir| clean::take(dir, index.applied()));
-        index.load_vectors(store)?;
-        index.catch_up(store)?;
-        // A commit that half-failed (a full disk) can leave an index whose payload
-        // claims changes its segments lack: a count that disagrees means rebuild.
-        let Some(dir) = on_disk.filter(|_| !closed_cleanly) else { return Ok(index) };
-        let indexed = index.view.read().searcher.num_docs();
-        let stored = u64::try_from(store.count(&crate::store::ListFilter::default())?).unwrap_or(0);
-        if indexed != stored {
-            log::warn!("rebuilding the search index at {}: it holds {indexed} of {stored} entries", dir.display());
-            drop(index);
-            let index = Self::create(Some(dir))?.owning(Some(dir));
-            index.load_vectors(store)?;
-            index.catch_up(store)?;
-            return Ok(index);
-        }
-        Ok(index)
-    }
-
-    /// Records the directory this index owns, where a clean close leaves its mark.
-    fn owning(mut self, dir: Option<&Path>) -> Self {
-        self.dir = dir.map(Path::to_path_buf);
-        self
-    }
-
-    fn open_dir(dir: &Path, head: i64) -> Result<Self> {
-        let (schema, _) = schema::build();
-        std::fs::create_dir_all(dir)?;
-        let index = Index::open_or_create(MmapDirectory::open(dir)?, schema)?;
-        let committed = match index.load_metas()?.payload {
-            None => 0,
-            Some(payload) => payload
-                .parse::<i64>()
-                .map_err(|_| Error::Internal(format!("unreadable index payload {payload:?}")))?,
-        };
-        if committed > head {
-            return Err(Error::Internal(format!(
-                "the index has change {committed} but the database ends at {head}"
-            )));
-        }
-        Self::from_index(index, committed)
-    }
-
-    fn create(dir: Option<&Path>) -> Result<Self> {
-        let (schema, _) = schema::build();
-        let index = match dir {
-            None => Index::create_in_ram(schema),
-            Some(dir) => {
-                match std::fs::symlink_metadata(dir) {
-                    Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(dir)?,
-                    Ok(_) => std::fs::remove_file(dir)?, // a file where the directory belongs
-                    Err(_) => {}
-                }
-                std::fs::create_dir_all(dir)?;
-                Index::create_in_dir(dir, schema)?
-            }
-        };
-        Self::from_index(index, 0)
-    }
-
-    fn from_index(index: Index, committed: i64) -> Result<Self> {
-        let (schema, fields) = schema::build();
-        if index.schema() != schema {
-            return Err(Error::Internal("the index has another schema".into()));
-        }
-        schema::register(&index);
-        let writer = open_writer(&index)?;
-        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        let (searcher, columns) = View::committed(reader.searcher())?;
-        Ok(Self {
-            fields,
-            reader,
-            writer: Mutex::new(Some(writer)),
-            view: RwLock::new(View { searcher, columns, tail: Tail::default() }),
-            dense: RwLock::default(),
-            applied: AtomicI64::new(committed),
-            apply_lock: Mutex::new(()),
-            dir: None,
-            commit_failed: AtomicBool::new(false),
-        })
-    }
-
     /// Loads every stored vector. Changes after the index's commit are applied
     /// again by the catch-up that follows, which is harmless: each carries the
     /// entry's current state.
@@ -240,17 +153,31 @@ impl SearchIndex {
         self.applied.load(Ordering::Acquire)
     }
 
+    /// The health of the committed index (`health.rs`).
+    fn health(&self) -> Arc<Health> {
+        Arc::clone(&self.health.read())
+    }
+
     /// Applies every change after `applied()` straight into the writer and commits:
     /// the bulk path for open and rebuild.
     fn catch_up(&self, store: &Store) -> Result<()> {
         let _order = self.apply_lock.lock();
+        self.catch_up_locked(store)
+    }
+
+    /// `catch_up` for callers that hold `apply_lock`. A commit applies its
+    /// deletions to the segments, so it waits for their check first.
+    fn catch_up_locked(&self, store: &Store) -> Result<()> {
+        let mut applied = self.applied();
+        let mut changes = store.changes_since(applied, PAGE)?;
+        if changes.is_empty() || self.ready_locked(store)? {
+            return Ok(());
+        }
         let mut guard = self.writer.lock();
         let writer = guard.as_mut().ok_or(Error::Closed)?;
-        let mut applied = self.applied();
         let start = applied;
         let mut neighbours = Neighbours::default();
         loop {
-            let changes = store.changes_since(applied, PAGE)?;
             self.apply_vectors(&changes);
             for change in &changes {
                 if change.op != ChangeOp::Insert {
@@ -265,12 +192,14 @@ impl SearchIndex {
             if changes.len() < PAGE {
                 break;
             }
+            changes = store.changes_since(applied, PAGE)?;
         }
         if applied > start {
             log::info!("search index applied changes {} to {applied}", start + 1);
-            commit(writer, applied)?;
-            self.reader.reload()?;
-            let committed = View::committed(self.reader.searcher())?;
+            commit(writer, &self.stamp(applied)?)?;
+            let reader = self.reader.read();
+            reader.reload()?;
+            let committed = View::committed(reader.searcher())?;
             self.view.write().show(committed);
             self.applied.store(applied, Ordering::Release);
         }
@@ -289,7 +218,12 @@ impl SearchIndex {
     /// when another thread is applying changes (a bulk save's indexing holds
     /// that for seconds) or when `NO_WAIT_CHANGES` or more wait. It still takes
     /// the locks that guard the view, which are only ever held briefly.
+    /// An index whose files are still being checked (or found damaged) is
+    /// not searched by such a caller: false.
     pub fn try_sync(&self, store: &Store) -> Result<bool> {
+        if !self.health().is_sound() {
+            return Ok(false);
+        }
         let behind = store.head()? - self.applied();
         if behind <= 0 {
             return Ok(true);
@@ -339,6 +273,10 @@ impl SearchIndex {
                 let first = store.changes_since(applied, PAGE)?;
                 if first.len() < BULK_CHANGES {
                     return self.apply(store, first, &mut neighbours);
+                }
+                // A commit reads the segments; a rebuild leaves nothing to pull.
+                if self.ready_locked(store)? {
+                    return Ok(());
                 }
                 let before_bulk = if merge { Some(self.hold_merges()?) } else { None };
                 let pulled = self.commit_pages(store, first, &mut neighbours);
@@ -416,8 +354,9 @@ impl SearchIndex {
             writer.merge(&new).wait()?;
             // Still holding the writer: a flush cannot commit and trim the tail
             // between this reload and the swap, so the view stays consistent.
-            self.reader.reload()?;
-            let committed = View::committed(self.reader.searcher())?;
+            let reader = self.reader.read();
+            reader.reload()?;
+            let committed = View::committed(reader.searcher())?;
             self.view.write().show(committed);
         }
         Ok(())
@@ -430,6 +369,9 @@ impl SearchIndex {
         let changes: Vec<Change> = changes.into_iter().filter(|c| c.seq > applied).collect();
         self.apply_vectors(&changes);
         if changes.len() >= BULK_CHANGES {
+            if self.ready_locked(store)? {
+                return Ok(()); // rebuilt from the log, these changes included
+            }
             // One commit per slice bounds tantivy's indexing arena (and the
             // extras held) by the slice, not by the batch.
             for slice in changes.chunks(BULK_COMMIT) {
@@ -484,8 +426,22 @@ impl SearchIndex {
         result
     }
 
+    /// The stamp of a commit up to change `upto` (`identity.rs`). An index in
+    /// RAM is never reopened: its stamp skips the nonce.
+    fn stamp(&self, upto: i64) -> Result<Stamp> {
+        match self.dir {
+            Some(_) => Stamp::of(&self.store, &self.database, upto),
+            None => Ok(Stamp { database: self.database.clone(), seq: upto, nonce: 0 }),
+        }
+    }
+
     /// Commits the tail to the index, then drops what the commit made durable.
+    /// Not before the committed files have passed their check: until then (or
+    /// until a rebuild, if they fail it) the tail keeps its changes.
     pub fn flush(&self) -> Result<()> {
+        if !self.health().is_sound() {
+            return Ok(());
+        }
         let mut guard = self.writer.lock();
         let Some(writer) = guard.as_mut() else { return Ok(()) };
         if self.view.read().tail.is_empty() {
@@ -547,9 +503,12 @@ impl SearchIndex {
     /// Commits what was written up to change `upto`, shows it to queries and
     /// drops what it made durable from the tail.
     fn commit_upto(&self, writer: &mut IndexWriter<TantivyDocument>, upto: i64) -> Result<()> {
-        commit(writer, upto)?;
-        self.reader.reload()?;
-        let committed = View::committed(self.reader.searcher())?;
+        commit(writer, &self.stamp(upto)?)?;
+        let committed = {
+            let reader = self.reader.read();
+            reader.reload()?;
+            View::committed(reader.searcher())?
+        };
         let mut view = self.view.write();
         view.show(committed);
         view.tail.trim(upto);
@@ -558,17 +517,22 @@ impl SearchIndex {
         Ok(())
     }
 
-    /// Flushes and releases the index writer (and its directory lock).
+    /// Flushes and releases the index writer (and its directory lock). The
+    /// flush waits for the files' check; a damaged index is left unflushed and
+    /// unmarked, for the next open to rebuild.
     pub fn close(&self) -> Result<()> {
-        self.flush()?;
+        let sound = self.health().wait().is_ok();
+        if sound {
+            self.flush()?;
+        }
         let Some(writer) = self.writer.lock().take() else { return Ok(()) };
         // Marked while this writer still holds the directory lock, so no other
         // process can have taken the directory over in between. Merges still
         // running keep the payload and every document.
-        let marked = match (&self.dir, self.commit_failed.load(Ordering::Acquire)) {
-            (Some(dir), false) => {
-                let committed = writer.index().load_metas()?.payload.and_then(|p| p.parse().ok());
-                committed.map(|committed| (dir, clean::leave(dir, committed)))
+        let marked = match (&self.dir, sound && !self.commit_failed.load(Ordering::Acquire)) {
+            (Some(dir), true) => {
+                let payload = writer.index().load_metas()?.payload;
+                payload.map(|payload| (dir, clean::leave(dir, &payload)))
             }
             _ => None,
         };
@@ -648,9 +612,9 @@ impl Neighbours {
     }
 }
 
-fn commit(writer: &mut IndexWriter<TantivyDocument>, upto: i64) -> Result<()> {
+fn commit(writer: &mut IndexWriter<TantivyDocument>, stamp: &Stamp) -> Result<()> {
     let mut prepared = writer.prepare_commit()?;
-    prepared.set_payload(&upto.to_string());
+    prepared.set_payload(&stamp.payload());
     prepared.commit()?;
     Ok(())
 }

@@ -11,6 +11,7 @@ use tantivy::schema::IndexRecordOption;
 use tantivy::{Searcher, Term};
 
 use super::collect::{BoostedTopK, SegmentColumns};
+use super::health::shielded;
 use super::stats::CombinedStats;
 use super::tail::{bm25, idf, recency_boost, Tail, CONTEXT, DATE, SCORED_FIELDS, TEXT};
 use super::{schema, SearchIndex};
@@ -88,7 +89,24 @@ pub struct Candidate {
 }
 
 impl SearchIndex {
+    /// The best candidates for `req`. The committed index is searched only once
+    /// its files have passed their check (this waits for it). A search that
+    /// panics or fails inside tantivy marks the index damaged: it is rebuilt
+    /// from the store and the search runs again; what fails then is an error.
     pub fn search(&self, req: &SearchRequest) -> Result<Vec<Candidate>> {
+        self.ready(&self.store)?;
+        let health = self.health();
+        match shielded("a search", || self.search_view(req)) {
+            Ok(found) => Ok(found),
+            Err(err) => {
+                health.damaged(format!("a search failed: {err}"));
+                self.ready(&self.store)?;
+                shielded("a search", || self.search_view(req))
+            }
+        }
+    }
+
+    fn search_view(&self, req: &SearchRequest) -> Result<Vec<Candidate>> {
         let terms = query_terms(&req.text, req.retrieval.stopword_weight);
         if terms.is_empty() {
             return Ok(Vec::new());

@@ -65,9 +65,13 @@ fn outcome<T>(result: Result<T>) -> Outcome
 where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    Box::new(move |py| match result.map_err(to_py).and_then(|v| v.into_py_any(py)) {
-        Ok(value) => (true, value),
-        Err(err) => (false, err.into_value(py).into_any()),
+    Box::new(move |py| {
+        // Log records the call left (or anything else did) reach Python here.
+        super::logs::forward(py);
+        match result.map_err(to_py).and_then(|v| v.into_py_any(py)) {
+            Ok(value) => (true, value),
+            Err(err) => (false, err.into_value(py).into_any()),
+        }
     })
 }
 

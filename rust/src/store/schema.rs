@@ -121,6 +121,20 @@ pub fn migrate(conn: &Connection) -> Result<()> {
     })
 }
 
+/// For a read-only store, which cannot be migrated: its schema must be this
+/// version's.
+pub fn check_current(conn: &Connection) -> Result<()> {
+    let version = block_on(user_version(conn))?;
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let why = if version > SCHEMA_VERSION { "newer" } else { "older" };
+    Err(Error::Incompatible(format!(
+        "the read-only database has schema version {version}, {why} than this library's \
+         {SCHEMA_VERSION}; open it writable once to upgrade it, or use a matching contextforge"
+    )))
+}
+
 async fn user_version(conn: &Connection) -> Result<i64> {
     let mut rows = conn.query("PRAGMA user_version", ()).await?;
     match rows.next().await? {

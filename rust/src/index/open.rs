@@ -1,0 +1,213 @@
+//! Opening the index: what on disk is trusted, and rebuilding what is not.
+//!
+//! An index directory is trusted only when its last commit's stamp
+//! (`identity.rs`) is confirmed by the database; its files are then checked in
+//! the background (`health.rs`). Anything else (another database's index, a
+//! stamp the log refutes, unreadable files, a panic while opening, damage found
+//! later) deletes the directory and rebuilds it from the change log.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use tantivy::directory::MmapDirectory;
+use tantivy::{Index, ReloadPolicy};
+
+use super::health::{shielded, Health};
+use super::identity::Stamp;
+use super::tail::Tail;
+use super::{clean, open_writer, schema, SearchIndex, View};
+use crate::error::{Error, Result};
+use crate::store::{ListFilter, Store};
+
+impl SearchIndex {
+    /// Opens the index at `dir` (or in RAM) and brings it up to date with `store`.
+    pub fn open(dir: Option<&Path>, store: Arc<Store>) -> Result<Self> {
+        let database = store.database_id()?.unwrap_or_default();
+        if database.is_empty() && dir.is_some() {
+            log::warn!("the database has no id: its search index is rebuilt on every open");
+        }
+        let head = store.head()?;
+        let (index, closed_cleanly) = match dir {
+            None => (Self::create(None, &store, &database)?, false),
+            Some(dir) => {
+                match shielded("opening the search index", || Self::open_dir(dir, &store, &database, head)) {
+                    Ok((index, payload)) => (index.owning(Some(dir)), clean::take(dir, &payload)),
+                    Err(Error::Index(tantivy::TantivyError::LockFailure(..))) => {
+                        // Another process owns this index directory: keep a private
+                        // in-RAM index that follows the same change log.
+                        log::warn!("{} is in use by another process; indexing in RAM", dir.display());
+                        (Self::create(None, &store, &database)?, false)
+                    }
+                    Err(err) => {
+                        log::warn!("rebuilding the search index at {}: {err}", dir.display());
+                        (Self::create(Some(dir), &store, &database)?.owning(Some(dir)), false)
+                    }
+                }
+            }
+        };
+        index.load_vectors(&store)?;
+        index.catch_up(&store)?;
+        // A commit that half-failed (a full disk) can leave an index whose payload
+        // claims changes its segments lack: a count that disagrees means rebuild.
+        let Some(dir) = index.dir.clone().filter(|_| !closed_cleanly) else { return Ok(index) };
+        let indexed = index.view.read().searcher.num_docs();
+        let stored = u64::try_from(store.count(&ListFilter::default())?).unwrap_or(0);
+        if indexed != stored {
+            let why = format!("it holds {indexed} of {stored} entries");
+            let _order = index.apply_lock.lock();
+            index.rebuild_locked(&store, &index.health(), &why)?;
+            log::info!("rebuilt the search index at {}", dir.display());
+        }
+        Ok(index)
+    }
+
+    /// Records the directory this index owns, where a clean close leaves its mark.
+    fn owning(mut self, dir: Option<&Path>) -> Self {
+        self.dir = dir.map(Path::to_path_buf);
+        self
+    }
+
+    /// The index at `dir` if the database confirms its stamp, with that
+    /// stamp's payload; its files are checked in the background.
+    fn open_dir(dir: &Path, store: &Arc<Store>, database: &str, head: i64) -> Result<(Self, String)> {
+        let (schema, _) = schema::build();
+        std::fs::create_dir_all(dir)?;
+        let index = Index::open_or_create(MmapDirectory::open(dir)?, schema)?;
+        let metas = index.load_metas()?;
+        let untrusted = |why: String| Error::Internal(why);
+        let (committed, payload) = match metas.payload {
+            // A new index: nothing in it to trust or distrust.
+            None if metas.segments.is_empty() => (0, String::new()),
+            None => return Err(untrusted("its commit names no database".into())),
+            Some(payload) => {
+                let stamp = Stamp::parse(&payload)
+                    .ok_or_else(|| untrusted(format!("its commit does not name a database ({payload:?})")))?;
+                if let Some(why) = stamp.refuted_by(store, database, head)? {
+                    return Err(untrusted(why));
+                }
+                (stamp.seq, payload)
+            }
+        };
+        let health = if metas.segments.is_empty() {
+            Health::sound()
+        } else {
+            Health::check(index.clone(), dir.display().to_string())?
+        };
+        let opened = Self::from_index(index, committed, health, store, database)?;
+        Ok((opened, payload))
+    }
+
+    /// A new, empty index at `dir` (whatever was there is deleted) or in RAM.
+    fn create(dir: Option<&Path>, store: &Arc<Store>, database: &str) -> Result<Self> {
+        Self::from_index(fresh(dir)?, 0, Health::sound(), store, database)
+    }
+
+    fn from_index(
+        index: Index,
+        committed: i64,
+        health: Arc<Health>,
+        store: &Arc<Store>,
+        database: &str,
+    ) -> Result<Self> {
+        let (_, fields) = schema::build();
+        let (writer, reader, view) = open_parts(&index)?;
+        Ok(Self {
+            fields,
+            store: Arc::clone(store),
+            database: database.to_owned(),
+            reader: RwLock::new(reader),
+            writer: Mutex::new(Some(writer)),
+            view: RwLock::new(view),
+            dense: RwLock::default(),
+            applied: AtomicI64::new(committed),
+            apply_lock: Mutex::new(()),
+            health: RwLock::new(health),
+            dir: None,
+            commit_failed: AtomicBool::new(false),
+        })
+    }
+
+    /// Whether the committed index may be read now: sound, or waited for and
+    /// rebuilt from `store` when damaged. Errs when the rebuild fails.
+    pub(super) fn ready(&self, store: &Store) -> Result<()> {
+        let health = self.health();
+        if let Err(why) = health.wait() {
+            let _order = self.apply_lock.lock();
+            self.rebuild_locked(store, &health, &why)?;
+        }
+        Ok(())
+    }
+
+    /// `ready` for callers that hold `apply_lock`; true when it rebuilt the
+    /// index, which then holds every change in the log.
+    pub(super) fn ready_locked(&self, store: &Store) -> Result<bool> {
+        let health = self.health();
+        match health.wait() {
+            Ok(()) => Ok(false),
+            Err(why) => self.rebuild_locked(store, &health, &why).map(|()| true),
+        }
+    }
+
+    /// Replaces the index whose health is `seen` by a new one built from the
+    /// change log, unless another thread already did. Callers hold `apply_lock`.
+    pub(super) fn rebuild_locked(&self, store: &Store, seen: &Arc<Health>, why: &str) -> Result<()> {
+        if !Arc::ptr_eq(&self.health(), seen) {
+            return Ok(());
+        }
+        let place = self.dir.as_ref().map_or_else(|| "in RAM".to_owned(), |d| format!("at {}", d.display()));
+        log::warn!("rebuilding the search index {place}: {why}");
+        let mut guard = self.writer.lock();
+        // Released first: the old writer holds the directory's lock.
+        drop(guard.take());
+        let rebuilt = shielded("rebuilding the search index", || {
+            let index = fresh(self.dir.as_deref())?;
+            open_parts(&index)
+        });
+        let (writer, reader, view) = match rebuilt {
+            Ok(parts) => parts,
+            Err(err) => {
+                log::error!("cannot rebuild the search index {place}: {err}");
+                return Err(err);
+            }
+        };
+        *self.reader.write() = reader;
+        *guard = Some(writer);
+        *self.view.write() = view;
+        self.applied.store(0, Ordering::Release);
+        self.commit_failed.store(false, Ordering::Release);
+        *self.health.write() = Health::sound();
+        drop(guard);
+        self.catch_up_locked(store)
+    }
+}
+
+/// Deletes whatever is at `dir` and creates an empty index there (or in RAM).
+fn fresh(dir: Option<&Path>) -> Result<Index> {
+    let (schema, _) = schema::build();
+    let Some(dir) = dir else { return Ok(Index::create_in_ram(schema)) };
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(dir)?,
+        Ok(_) => std::fs::remove_file(dir)?, // a file where the directory belongs
+        Err(_) => {}
+    }
+    std::fs::create_dir_all(dir)?;
+    Ok(Index::create_in_dir(dir, schema)?)
+}
+
+/// The writer, reader and committed view of `index`, refused when its schema
+/// is not ours.
+fn open_parts(
+    index: &Index,
+) -> Result<(tantivy::IndexWriter<tantivy::TantivyDocument>, tantivy::IndexReader, View)> {
+    let (schema, _) = schema::build();
+    if index.schema() != schema {
+        return Err(Error::Internal("the index has another schema".into()));
+    }
+    schema::register(index);
+    let writer = open_writer(index)?;
+    let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+    let (searcher, columns) = View::committed(reader.searcher())?;
+    Ok((writer, reader, View { searcher, columns, tail: Tail::default() }))
+}
