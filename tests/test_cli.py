@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 from collections import Counter
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -75,6 +78,24 @@ def test_help_lists_every_command_and_each_has_help() -> None:
     for command in commands:
         assert f"  {command} " in out
         assert "usage: contextforge " + command in ok(command, "--help").lower()
+
+
+def test_every_command_help_has_the_same_form() -> None:
+    for command in ["save", "query", "get", "delete", "scopes", "stats", "import", "export",
+                    "distill", "eval", "mcp"]:
+        for flag in ("--help", "-h"):
+            out = ok(command, flag)
+            assert out.startswith(f"Usage: contextforge {command} [OPTIONS]"), out
+            assert "\nOptions:\n" in out and "  -h, --help  " in out, out
+    assert "docs/eval-spec.md" in ok("eval", "--help")
+
+
+def test_root_help_documents_every_exit_code() -> None:
+    out = ok("--help")
+    for code, meaning in [(0, "success"), (1, "not found"), (2, "bad input"), (3, "storage error"),
+                          (4, "model error")]:
+        assert any(line.strip().startswith(f"{code}  ") and meaning in line
+                   for line in out.splitlines()), (code, out)
 
 
 def test_installed_script(db: Path) -> None:
@@ -224,13 +245,73 @@ def test_distill_saves_facts_and_skips_them_the_second_time(db: Path, tmp_path: 
     assert "empty" in one_line_error(run("distill", str(empty), "--scope", "p", db=db), 2)
 
 
+class _ModelServer(http.server.BaseHTTPRequestHandler):
+    """A chat-completions endpoint that fails: 401, or 200 with a body that is not JSON."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        status, body = (401, b'{"error": "bad key"}') if "401" in self.path else (200, b"<html>")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def model_server() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ModelServer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@pytest.mark.parametrize(("path", "problem"), [("/401/v1", "answered 401"), ("/v1", "not JSON")])
+def test_distill_model_failure_is_its_own_exit_code(
+    db: Path, tmp_path: Path, model_server: str, path: str, problem: str
+) -> None:
+    transcript = tmp_path / "call.txt"
+    transcript.write_text("ann: We decided to move billing to Postgres 16.\n", encoding="utf-8")
+    result = run("distill", str(transcript), "--scope", "p", "--model", "m",
+                 "--base-url", model_server + path, db=db)
+    error = one_line_error(result, 4)
+    assert error.startswith("Error: the model failed: ") and problem in error
+    assert snapshot(db) == Counter()
+
+
+def test_counts_agree_with_their_nouns(db: Path, tmp_path: Path) -> None:
+    transcript = tmp_path / "call.txt"
+    transcript.write_text("ann: We decided to move billing to Postgres 16.\n", encoding="utf-8")
+    distilled = run("distill", str(transcript), "--scope", "p", db=db)
+    assert distilled.returncode == 0 and "(1 chunk," in distilled.stderr
+    single, out = tmp_path / "single.db", tmp_path / "out.jsonl"
+    ok("save", "billing moves to Postgres 16", db=single)
+    exported = run("export", str(out), db=single)
+    assert exported.stderr == f"exported 1 entry to {out}\n"
+    assert "imported 0 of 1 record from" in ok("import", str(out), db=single)
+    assert "\n1 hit, " in ok("query", "billing Postgres", "--explain", db=single)
+    old = write_jsonl(tmp_path / "old.jsonl", {"content": "gone", "expires_at": 0},
+                      {"role": "user", "content": ""})
+    text = ok("import", str(old), "--scope", "p", db=db)
+    assert "1 expired entry skipped" in text and "1 empty message skipped" in text
+    for line in (distilled.stderr, exported.stderr, text):
+        assert "(s)" not in line and "(ies)" not in line
+
+
 def test_eval_runs_the_shipped_smoke_spec(tmp_path: Path) -> None:
     spec = Path(__file__).parent.parent / "python" / "contextforge" / "data" / "eval_smoke.json"
     out = tmp_path / "report.json"
-    table = ok("eval", str(spec), "--json", str(out))
-    assert "recall@5" in table
+    table = ok("eval", str(spec), "--report", str(out))
+    assert "recall@5" in table and "eval-smoke: 21 queries" in table
     assert "recall@5" in out.read_text(encoding="utf-8")
-    assert run("eval", str(tmp_path / "missing.json")).returncode == 2
+    assert json.loads(ok("eval", str(spec), "--json"))["summary"]["all"]["queries"] == 21
+    assert "missing.json" in one_line_error(run("eval", str(tmp_path / "missing.json")), 2)
 
 
 # --- import and export -------------------------------------------------------------

@@ -226,21 +226,51 @@ def test_cli_prints_table_and_writes_json(
 ) -> None:
     spec, out = tmp_path / "spec.json", tmp_path / "report.json"
     spec.write_text(json.dumps(tiny()))
-    args = [str(spec), "--k", "1,2", "--budget", "64", "--json", str(out),
-            "--config", "recency_weight=0", "depth=20"]
+    args = [str(spec), "--k", "1,2", "--budget", "64", "--report", str(out),
+            "--config", "recency_weight=0", "--config", "depth=20"]
     assert main(args) == 0
     printed = capsys.readouterr().out
+    assert printed.startswith("## tiny: 3 queries, budget 64 tokens\n")
     assert "| all | 3 |" in printed and "recall@64tok" in printed
     data = json.loads(out.read_text())
     assert data["ks"] == [1, 2] and data["config"]["recency_weight"] == 0.0
     assert data["depth"] == 20
+    assert main([a for a in args if a not in ("--report", str(out))] + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == data
+
+
+def test_cli_shows_spec_text_with_control_characters_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile = tiny()
+    hostile["name"] = "tiny\x1b]0;pwned\x07\u202e"
+    hostile["queries"][0]["category"] = "food\x1b[2J"
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(hostile))
+    assert main([str(spec)]) == 0
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and "\x07" not in printed and "\u202e" not in printed
+    assert "## tiny\\x1b]0;pwned\\x07\\u202e: 3 queries" in printed
+    assert "| food\\x1b[2J |" in printed
+
+
+def test_the_spec_format_doc_example_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = (Path(__file__).parent.parent / "docs" / "eval-spec.md").read_text(encoding="utf-8")
+    blocks = doc.split("```json\n")[1:]
+    assert blocks, "docs/eval-spec.md shows no JSON spec"
+    for i, block in enumerate(blocks):
+        spec = tmp_path / f"example{i}.json"
+        spec.write_text(block.split("```")[0], encoding="utf-8")
+        load_spec(spec)  # valid as written
+        assert main([str(spec), "--k", "1,2"]) == 0, capsys.readouterr().err
+    assert "| all |" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
     "args",
     [[], ["missing.json"], ["SPEC", "--k", "x"], ["SPEC", "--k", "0"], ["SPEC", "--budget", "0"],
      ["SPEC", "--config", "path=/tmp/x"], ["SPEC", "--config", "depth=deep"],
-     ["SPEC", "--config", "recency_weight=-1"]],
+     ["SPEC", "--config", "recency_weight=-1"], ["SPEC", "--json", "out.json"]],
 )
 def test_cli_bad_input_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
@@ -248,7 +278,8 @@ def test_cli_bad_input_exits_2(
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(tiny()))
     assert main([str(spec) if a == "SPEC" else a for a in args]) == 2
-    assert capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("Error: ") and err.count("\n") == 1, err
 
 
 def test_config_pairs_follow_field_types() -> None:

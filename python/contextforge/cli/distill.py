@@ -14,7 +14,7 @@ from ..distill.run import DistillResult
 from .errors import CliError
 from .lines import read_text
 from .options import common, common_options
-from .render import echo_json, table
+from .render import count, echo_json, table
 from .safe import printable
 
 __all__ = ["distill"]
@@ -45,6 +45,9 @@ def distill(
     TRANSCRIPT is plain text (one message per line, 'Speaker: text') or JSON: a
     list of {"role", "content"} messages. Without --model the offline extractive
     distiller picks salient sentences; facts already in the scope are skipped.
+
+    With --model, a model server that cannot be reached, refuses the request or
+    answers unusably (after retries) exits with code 4, and nothing is saved.
     """
     text = read_text(transcript, transcript.name)
     messages: object = text
@@ -92,5 +95,5 @@ def _print(result: DistillResult, as_json: bool) -> None:
     rows += [[i.id, i.kind, i.fact_kind or "", "exists", i.text] for i in result.skipped]
     click.echo(table(["id", "kind", "fact kind", "status", "text"], rows))
     click.echo(f"{len(result.saved)} saved, {len(result.skipped)} already there "
-               f"({result.chunks} chunks, {printable(result.model)})", err=True)
+               f"({count(result.chunks, 'chunk')}, {printable(result.model)})", err=True)
     sys.stdout.flush()

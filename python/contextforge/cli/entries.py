@@ -15,7 +15,7 @@ from ..scope import ALL_SCOPES, Scope
 from .errors import EXIT_NOT_FOUND, NotFoundError
 from .lines import read_text
 from .options import common, common_options, json_object
-from .render import echo_json, entry_record, table, when
+from .render import count, echo_json, entry_record, table, when
 from .safe import printable
 from .timeparse import time_option
 
@@ -29,7 +29,8 @@ __all__ = ["delete", "get", "query", "save"]
 @click.option("--session", "session_id", metavar="ID", help="The conversation or run it came from.")
 @click.option("--metadata", metavar="JSON", callback=json_object, help="A JSON object stored with the entry.")
 @click.option("--timestamp", callback=time_option, metavar="TIME", help="When it happened (ISO 8601 or Unix seconds). Default: now.")
-@click.option("--no-dedupe", is_flag=True, help="Save even if the same text is already in the scope.")
+@click.option("--dedupe/--no-dedupe", default=True, show_default=True,
+              help="Return the id of an identical stored entry instead of saving a copy.")
 @common_options()
 def save(
     content: str,
@@ -38,25 +39,33 @@ def save(
     session_id: str | None,
     metadata: dict[str, Any] | None,
     timestamp: datetime | None,
-    no_dedupe: bool,
+    dedupe: bool,
 ) -> None:
     """Save CONTENT ('-' reads it from stdin, at most 16 Mi characters) and print its id.
 
-    Text already saved in the same scope (ignoring whitespace and Unicode forms)
-    returns the existing id unless --no-dedupe is given.
+    An entry identical to one already stored is not saved twice: the stored
+    entry's id is printed (with a note on stderr; with --json, "created": false).
+    Identical means the same text (ignoring whitespace and Unicode forms), scope,
+    session, kind and metadata, and no expiry: the rule of the API's
+    save(dedupe=True). The same words in another session or with other metadata
+    are saved.
+    --no-dedupe saves a copy anyway.
     """
     if content == "-":
         content = read_text(sys.stdin, "stdin")
     opts = common()
     with opts.store() as store:
-        entry_id = store.save(
+        saved = store.save(
             content, kind, scope=scope, session_id=session_id, metadata=metadata,
-            timestamp=timestamp, dedupe=not no_dedupe,
+            timestamp=timestamp, dedupe=dedupe,
         )
     if opts.as_json:
-        echo_json({"id": int(entry_id)})
-    else:
-        click.echo(int(entry_id))
+        echo_json({"id": int(saved), "created": saved.created})
+        return
+    click.echo(int(saved))
+    if not saved.created:
+        click.echo(f"already stored as {int(saved)}: not saved again (--no-dedupe saves a copy)",
+                   err=True)
 
 
 @click.command()
@@ -130,7 +139,7 @@ def _explain(hits: Hits, budget: int) -> None:
     used = sum(h.tokens for h in hits)
     took = (hits.timings or {}).get("total_us")
     timing = f" in {took / 1000:.1f} ms" if took is not None else ""
-    click.echo(f"{len(hits)} hit(s), {used} of {budget} tokens{timing}")
+    click.echo(f"{count(len(hits), 'hit')}, {used} of {budget} tokens{timing}")
 
 
 @click.command()

@@ -6,6 +6,7 @@
 | 1 | not found, or no results |
 | 2 | usage error or bad input (arguments, files, records) |
 | 3 | storage error (the database or its index failed) |
+| 4 | model error: ``distill --model`` could not reach the model server, or its answer was unusable |
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import IO, Any
 
 import click
 
+from ..distill import DistillError
 from ..errors import (
     ClosedError,
     ContextForgeError,
@@ -27,14 +29,15 @@ from ..errors import (
 from .safe import printable
 
 __all__ = [
-    "EXIT_BAD_INPUT", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_STORAGE",
-    "CliError", "NotFoundError", "StorageFailure", "from_library",
+    "EXIT_BAD_INPUT", "EXIT_MODEL", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_STORAGE",
+    "CliError", "ModelFailure", "NotFoundError", "StorageFailure", "from_library",
 ]
 
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1
 EXIT_BAD_INPUT = 2
 EXIT_STORAGE = 3
+EXIT_MODEL = 4
 
 
 class CliError(click.ClickException):
@@ -63,8 +66,18 @@ class StorageFailure(CliError):
     exit_code = EXIT_STORAGE
 
 
+class ModelFailure(CliError):
+    """The model server failed or answered unusably: exit code 4. Not a storage
+    error: the store is fine, and the same call may succeed with the server up."""
+
+    exit_code = EXIT_MODEL
+
+
 def from_library(err: ContextForgeError) -> CliError:
-    """The CLI error for a library error: bad input 2, not found 1, storage 3."""
+    """The CLI error for a library error: bad input 2, not found 1, storage 3,
+    model 4."""
+    if isinstance(err, DistillError):
+        return ModelFailure(f"the model failed: {err}")
     if isinstance(err, InvalidInputError):
         return CliError(str(err))
     if isinstance(err, NotFound):

@@ -15,7 +15,8 @@ from .info import scopes, stats
 from .options import Common, common_options
 from .safe import printable
 from .serve import mcp
-from .transfer import export, import_
+from .importing import import_
+from .transfer import export
 from .distill import distill
 from .evaluate import eval_
 
@@ -38,8 +39,13 @@ def cli(ctx: click.Context) -> None:
     """Durable, scoped, searchable memory for LLM applications.
 
     \b
-    Exit codes: 0 ok, 1 not found or no results, 2 usage error or bad input,
-    3 storage error.
+    Exit codes:
+      0  success
+      1  not found, or no results
+      2  usage error or bad input (arguments, files, records); nothing changed
+      3  storage error: the database or its search index failed
+      4  model error: distill --model could not reach the model server, or its
+         answer was unusable (the store is fine; retrying may help)
     """
     ctx.ensure_object(Common)
 

@@ -18,7 +18,7 @@ from ..sync import ContextForgeSync
 from .paths import ENV_VAR, resolve_db
 from .store import open_store
 
-__all__ = ["Common", "common", "common_options", "json_object"]
+__all__ = ["Common", "common", "common_options", "json_object", "json_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,7 +29,7 @@ class Common:
 
     db: str | None = None
     as_json: bool = False
-    scrub_pii: bool = False
+    scrub_pii: bool | None = None  # None: as the store recorded it (--scrub-pii: True)
 
     def store(self) -> AbstractContextManager[ContextForgeSync]:
         path, is_default = resolve_db(self.db)
@@ -55,19 +55,23 @@ def _set_json(ctx: click.Context, _: click.Parameter, value: bool) -> None:
         ctx.ensure_object(Common).as_json = True
 
 
+def json_option(help: str = "Print JSON for scripts instead of tables.") -> Callable[[F], F]:
+    """Adds ``--json`` (read back as ``common().as_json``)."""
+    return click.option("--json", "as_json", is_flag=True, expose_value=False,
+                        callback=_set_json, help=help)
+
+
 def common_options(*, with_json: bool = True) -> Callable[[F], F]:
     """Adds ``--db`` and ``--scrub-pii`` (and ``--json``) to a command or group."""
 
     def decorate(f: F) -> F:
         if with_json:
-            f = click.option(
-                "--json", "as_json", is_flag=True, expose_value=False, callback=_set_json,
-                help="Print JSON for scripts instead of tables.",
-            )(f)
+            f = json_option()(f)
         f = click.option(
             "--scrub-pii", is_flag=True, expose_value=False, callback=_set_scrub_pii,
             help="Also redact e-mail addresses, phone numbers, payment card numbers and "
-                 "IBANs in what is saved, as Config(scrub_pii=True) does.",
+                 "IBANs in what is saved, as Config(scrub_pii=True) does. Default: as the "
+                 "store was last opened by its application.",
         )(f)
         return click.option(
             "--db", metavar="PATH", expose_value=False, callback=_set_db,

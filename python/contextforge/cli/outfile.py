@@ -1,4 +1,5 @@
-"""Where ``export`` writes: stdout, or a regular file replaced atomically.
+"""Where ``export`` (and ``import --id-map``) writes: stdout, or a regular file
+replaced atomically.
 
 The target is checked before the store is opened, and again just before the
 rename, and refused (a :class:`CliError`, exit 2) when it is
@@ -41,7 +42,7 @@ def check_target(file: str, db: str, *, force: bool) -> os.stat_result | None:
     if file.endswith(("/", os.sep)):
         raise CliError(f"cannot write {file}: it names a directory")
     if _is_database(file, db):
-        raise CliError(f"refusing to export into {file}: it is the database (--db {db}) "
+        raise CliError(f"refusing to write {file}: it is the database (--db {db}) "
                        "or one of its files")
     target = Path(file)
     try:
@@ -96,7 +97,7 @@ def _check_stdout(db: str) -> None:
         except OSError:
             continue
         if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
-            raise CliError(f"refusing to export into the database (--db {db}): stdout is that file")
+            raise CliError(f"refusing to write into the database (--db {db}): stdout is that file")
 
 
 @contextmanager

@@ -16,7 +16,7 @@ from .._core import Hit
 from .safe import printable
 from .timeparse import iso
 
-__all__ = ["echo_json", "entry_record", "one_line", "table", "when"]
+__all__ = ["count", "echo_json", "entry_record", "one_line", "table", "when"]
 
 
 def entry_record(hit: Hit, *, ranked: bool = False) -> dict[str, Any]:
@@ -37,6 +37,12 @@ def entry_record(hit: Hit, *, ranked: bool = False) -> dict[str, Any]:
         record["score"] = hit.score
         record["risks"] = hit.risks
     return record
+
+
+def count(n: int, one: str, many: str | None = None) -> str:
+    """``n`` and the noun in agreement: ``count(1, "entry", "entries")`` is
+    "1 entry", ``count(2, "record")`` is "2 records"."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def echo_json(value: object) -> None:

@@ -16,11 +16,11 @@ __all__ = ["open_store"]
 
 @contextmanager
 def open_store(
-    path: str, is_default: bool = False, *, scrub_pii: bool = False
+    path: str, is_default: bool = False, *, scrub_pii: bool | None = None
 ) -> Iterator[ContextForgeSync]:
     """The store at ``path``, closed afterwards; ``scrub_pii`` also redacts personal
-    data in what is saved. Library errors raised inside the block become
-    :class:`CliError` with their exit code."""
+    data in what is saved (``None``: as the store recorded it). Library errors
+    raised inside the block become :class:`CliError` with their exit code."""
     problem = prepare_db(path, is_default)
     if problem:
         raise CliError(problem)

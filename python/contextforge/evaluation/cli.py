@@ -1,11 +1,11 @@
-"""The ``contextforge eval`` command, as a function the CLI calls::
+"""The ``contextforge eval`` command (:data:`eval_command`), and :func:`main` to run
+it from Python or as ``python -m contextforge.evaluation.cli``.
 
-    contextforge eval SPEC_PATH [--k 1,5,10,25] [--budget 512] [--json OUT] [--config K=V ...]
+The spec format is described in ``docs/eval-spec.md``.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import sys
@@ -15,12 +15,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import click
+
+from ..cli.errors import CliError, from_library
+from ..cli.options import common, json_option
+from ..cli.render import count
+from ..cli.safe import printable
 from ..config import Config
-from ..errors import StorageError
-from .run import DEFAULT_BUDGET, DEFAULT_KS, evaluate
+from ..errors import ContextForgeError
+from .run import DEFAULT_BUDGET, DEFAULT_KS, check_ks, evaluate
 from .spec import load_spec
 
-__all__ = ["config_from_pairs", "main"]
+__all__ = ["config_from_pairs", "eval_command", "main"]
 
 # The evaluation always runs in a fresh in-memory store.
 _FIXED = frozenset({"path", "index_dir"})
@@ -28,31 +34,70 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
-def main(argv: Sequence[str] | None = None, *, prog: str = "contextforge eval") -> int:
-    """Evaluates a spec and prints a markdown table; returns the exit status.
+def _cutoffs(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
+    try:
+        return check_ks([int(k) for k in value.split(",") if k.strip()])
+    except ValueError as err:
+        raise click.BadParameter(f"expected positive integers separated by commas ({err})",
+                                 ctx=ctx, param=param) from None
 
-    ``argv`` holds the arguments after the command name (``sys.argv[1:]`` by
-    default). Exit status, as the ``contextforge`` command's: 0 on success, 2 for
-    bad arguments, an unreadable or invalid spec or settings the store refuses, 3
-    when the store itself fails.
+
+@click.command("eval")
+@click.argument("spec", metavar="SPEC")
+@click.option("--k", "ks", metavar="K,...", default=",".join(map(str, DEFAULT_KS)),
+              show_default=True, callback=_cutoffs,
+              help="The cut-offs of recall@k, hit@k and nDCG@k, separated by commas.")
+@click.option("--budget", type=click.IntRange(min=1), metavar="TOKENS", default=DEFAULT_BUDGET,
+              show_default=True, help="The token budget of recall@budget.")
+@click.option("--config", "settings", multiple=True, metavar="KEY=VALUE",
+              help="A Config setting for the store (repeatable), e.g. recency_weight=0 or "
+                   "embedder=local; 'none' for an optional setting's None.")
+@click.option("--report", metavar="FILE", help="Also write the full report as JSON to FILE.")
+@json_option("Print the full report as JSON instead of the table.")
+def eval_command(ks: tuple[int, ...], budget: int, settings: tuple[str, ...], spec: str,
+                 report: str | None) -> None:
+    """Measure retrieval quality on SPEC (JSON): recall@k, hit@k, MRR, nDCG@k and
+    recall within a token budget, overall and per category.
+
+    SPEC holds entries and queries with the ids of the entries that answer them
+    (the format: docs/eval-spec.md). The entries are saved into a new in-memory
+    store with the --config settings, each query is run in its scope, and a
+    markdown table of the metrics is printed.
+
+    Exits with 2 for a bad spec or bad settings, 3 when the store fails.
     """
-    parser = _parser(prog)
     try:
-        args = parser.parse_args(argv)
+        config = config_from_pairs(settings)
+        loaded = load_spec(spec)
+        result = asyncio.run(evaluate(loaded, config, ks=ks, budget=budget))
+        if report is not None:
+            Path(report).write_text(result.to_json() + "\n", encoding="utf-8")
+    except ContextForgeError as err:
+        raise from_library(err) from err
+    except OSError as err:
+        raise CliError(f"{getattr(err, 'filename', None) or spec}: {err.strerror or err}") from None
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    if common().as_json:
+        click.echo(result.to_json())
+        return
+    click.echo(f"## {printable(result.name)}: {count(len(result.queries), 'query', 'queries')}, "
+               f"budget {result.budget} tokens\n")
+    click.echo("\n".join(printable(line) for line in result.table().splitlines()))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs ``contextforge eval`` with ``argv`` (the arguments after ``eval``;
+    ``sys.argv[1:]`` by default) and returns its exit status: 0 on success, 2 for
+    bad arguments, an unreadable or invalid spec or settings the store refuses, 3
+    when the store itself fails."""
+    from ..cli.main import main as cli_main
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        cli_main(["eval", *args])
     except SystemExit as stop:
-        return stop.code if isinstance(stop.code, int) else 2
-    try:
-        ks = tuple(int(k) for k in args.k.split(",") if k.strip())
-        config = config_from_pairs(args.config)
-        spec = load_spec(args.spec)
-        report = asyncio.run(evaluate(spec, config, ks=ks, budget=args.budget))
-        if args.json:
-            Path(args.json).write_text(report.to_json() + "\n", encoding="utf-8")
-    except (ValueError, OSError) as err:
-        print(f"{prog}: {err}", file=sys.stderr)
-        return 3 if isinstance(err, StorageError) else 2
-    print(f"## {report.name}: {len(report.queries)} queries, budget {report.budget} tokens\n")
-    print(report.table())
+        return stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
     return 0
 
 
@@ -105,24 +150,6 @@ def _coerce(key: str, value: str, hint: Any) -> object:
                for c in typing.get_args(o)]
     wanted = f"one of {', '.join(choices)}" if choices else getattr(hint, "__name__", str(hint))
     raise ValueError(f"--config {key}: {value!r} is not {wanted}")
-
-
-def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Measure retrieval quality on a spec: recall@k, hit@k, MRR, nDCG@k "
-        "and recall within a token budget, overall and per category.",
-    )
-    parser.add_argument("spec", metavar="SPEC_PATH", help="the spec (JSON)")
-    parser.add_argument("--k", default=",".join(map(str, DEFAULT_KS)),
-                        help="comma-separated cut-offs (default: %(default)s)")
-    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
-                        help="token budget for recall@budget (default: %(default)s)")
-    parser.add_argument("--json", metavar="OUT", help="also write the full report as JSON")
-    parser.add_argument("--config", metavar="KEY=VALUE", action="extend", nargs="+",
-                        default=[],
-                        help="Config settings, e.g. recency_weight=0")
-    return parser
 
 
 if __name__ == "__main__":
