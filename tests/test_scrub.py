@@ -5,7 +5,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from contextforge import Config, ContextForge
+from contextforge.errors import InvalidInputError
 
 # Built at run time so that no scanner mistakes this file for a leak.
 GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -96,6 +99,8 @@ async def test_no_secret_reaches_the_files_on_disk(tmp_path: Path) -> None:
             assert secret.encode() not in data, f"{secret[:6]}... leaked into {path.name}"
 
 
+# Turning scrubbing down warns (tested with the warning); here only the record counts.
+@pytest.mark.filterwarnings("ignore::contextforge.errors.ScrubbingWeakenedWarning")
 async def test_the_setting_is_recorded_in_the_database(tmp_path: Path) -> None:
     db = str(tmp_path / "memory.db")
     for config, expected in [
@@ -109,3 +114,102 @@ async def test_the_setting_is_recorded_in_the_database(tmp_path: Path) -> None:
             [(value,)] = conn.execute("SELECT value FROM meta WHERE key = 'scrub'").fetchall()
         conn.close()
         assert value == expected
+
+
+# --- Issue 19: metadata kept exactly, inline forms, disguised tokens, labels ---
+
+
+async def test_metadata_keeps_numbers_and_key_order_when_a_string_is_redacted(
+    mem: ContextForge,
+) -> None:
+    metadata = {
+        "z": 1,
+        "a": 2**64 + 1,
+        "f": 1.5e300,
+        "tok": GITHUB,
+        "neg": -(2**70),
+        "nested": {"y": [1, 0.1, GITHUB], "b": True, GITHUB: None},
+    }
+    hit = await mem.get(await mem.save("metadata check", metadata=metadata))
+    assert hit is not None
+    got = hit.metadata
+    assert list(got) == ["z", "a", "f", "tok", "neg", "nested"]
+    assert got["a"] == 2**64 + 1 and type(got["a"]) is int
+    assert got["neg"] == -(2**70) and type(got["neg"]) is int
+    assert got["f"] == 1.5e300
+    assert got["tok"] == "[REDACTED:github_token]"
+    # A key holding a secret is redacted where it stands, not moved to the end.
+    assert list(got["nested"]) == ["y", "b", "[REDACTED:github_token]"]
+    assert got["nested"]["y"] == [1, 0.1, "[REDACTED:github_token]"]
+    updated = await mem.update(hit.id, metadata={"z": 2**64 + 1, "a": GITHUB})
+    assert list(updated.metadata) == ["z", "a"] and updated.metadata["z"] == 2**64 + 1
+
+
+PASSWORD = "S3cure!Pass" + "2024"
+INLINE_FORMS = [
+    f"docker run -e POSTGRES_PASSWORD={PASSWORD} postgres",
+    f"PGPASSWORD={PASSWORD} psql -h db",
+    f"DB_PASSWORD={PASSWORD} ./run",
+    f"environment:\n  - POSTGRES_PASSWORD={PASSWORD}\n",
+    f"<password>{PASSWORD}</password>",
+    f"wifi pw: {PASSWORD}",
+    f"sshpass -p '{PASSWORD}' ssh host",
+    f"mysql -p{PASSWORD}",
+    f"htpasswd -b .htpasswd admin {PASSWORD}",
+    f"requirepass {PASSWORD}",
+    f"CREATE ROLE app WITH PASSWORD '{PASSWORD}';",
+    f"CREATE USER app IDENTIFIED BY '{PASSWORD}';",
+    f"the root pw is {PASSWORD}",
+    f"login with admin / {PASSWORD}",
+    f"the passphrase for the backup is {PASSWORD}",
+]
+
+
+async def test_inline_password_forms_are_redacted(mem: ContextForge) -> None:
+    ids = await mem.save_many([{"content": text} for text in INLINE_FORMS])
+    for text, entry in zip(INLINE_FORMS, await mem.get_many(ids)):
+        assert entry is not None
+        assert PASSWORD not in entry.content, text
+
+
+async def test_disguised_and_cut_short_tokens_are_redacted_whole(mem: ContextForge) -> None:
+    head, tail = GITHUB[:20], GITHUB[20:]
+    fullwidth = "".join(chr(ord(c) - 0x21 + 0xFF01) for c in "ghp_")
+    forms = [
+        f"{head}\u200b{tail}",
+        f"{head}\n{tail}",
+        GITHUB.replace("_", "%5F"),
+        fullwidth + GITHUB[4:],
+        f"{GITHUB[:24]}…",
+    ]
+    ids = await mem.save_many([{"content": f"key {form} end"} for form in forms])
+    for form, entry in zip(forms, await mem.get_many(ids)):
+        assert entry is not None
+        # The whole token goes, and only the token: the words around it stay.
+        assert entry.content.startswith("key [REDACTED:github_token]"), (form, entry.content)
+        assert entry.content.endswith(" end")
+        assert GITHUB[4:20] not in entry.content and tail[-8:] not in entry.content
+
+
+async def test_cookies_and_otp_secrets_are_redacted(mem: ContextForge) -> None:
+    session = AWS_SECRET[:24]
+    texts = [
+        f"Cookie: sessionid={session}; theme=dark",
+        "otpauth://totp/acme?secret=JBSWY3DPEHPK3PXP&issuer=acme",
+    ]
+    ids = await mem.save_many([{"content": t} for t in texts])
+    contents = [e.content for e in await mem.get_many(ids) if e is not None]
+    assert contents == [
+        "Cookie: [REDACTED:cookie]",
+        "otpauth://totp/acme?secret=[REDACTED:otp_secret]&issuer=acme",
+    ]
+
+
+async def test_labels_holding_a_secret_are_refused(mem: ContextForge) -> None:
+    for field in ("scope", "session_id", "kind"):
+        with pytest.raises(InvalidInputError, match=field):
+            await mem.save("note", **{field: f"user:{GITHUB}"})
+    entry_id = await mem.save("note", scope="user:alice", session_id="sess_01HZX3K9V2")
+    with pytest.raises(InvalidInputError, match="scope"):
+        await mem.update(entry_id, scope=GITHUB)
+    assert await mem.count("user:alice") == 1
