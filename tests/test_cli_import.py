@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contextforge import ContextForgeSync
+from contextforge import Config, ContextForgeSync
+from contextforge.cli.lines import MAX_LINE_BYTES
 
 from .test_cli import T0, as_json, ok, one_line_error, run, snapshot, write_jsonl
 
@@ -323,6 +324,20 @@ def test_a_bad_json_array_is_refused(tmp_path: Path, body: str, line: int, probl
     assert snapshot(db) == before
 
 
+def test_a_json_array_file_is_capped_like_a_line(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    message = json.dumps({"role": "user", "content": "x" * 1000})
+    f = tmp_path / "big.json"
+    with f.open("w", encoding="utf-8") as out:  # many short lines, more than the cap in all
+        out.write("[\n")
+        for _ in range(MAX_LINE_BYTES // len(message) + 1):
+            out.write(message + ",\n")
+        out.write(message + "\n]\n")
+    error = one_line_error(run("import", str(f), "--scope", "u", db=db), 2)
+    assert "big.json:1: a JSON array file longer than 16 MiB" in error
+    assert not db.exists()  # refused before the store was opened
+
+
 def test_a_transcript_without_scope_warns_once(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     f = write_jsonl(tmp_path / "chat.jsonl", {"role": "user", "content": "hi"},
@@ -334,3 +349,15 @@ def test_a_transcript_without_scope_warns_once(tmp_path: Path) -> None:
     assert run("import", str(f), "--scope", "u", db=db).stderr == ""
     notes = write_jsonl(tmp_path / "notes.jsonl", {"content": "a note"})
     assert run("import", str(notes), db=db).stderr == ""  # entries carry their own scope
+
+
+@pytest.mark.xfail(strict=True, reason="the import's scratch store needs the store's effective "
+                   "scrub_pii, which the core does not expose yet (store.config keeps None)")
+def test_reimport_into_a_store_that_scrubs_pii_finds_its_records_present(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with ContextForgeSync.open(Config(path=str(db), scrub_pii=True)) as store:  # the application
+        store.save("seed")
+    f = write_jsonl(tmp_path / "f.jsonl", {"content": "mail ann@example.com", "timestamp": 0})
+    assert as_json("import", str(f), db=db)["added"] == 1  # no --scrub-pii: the store's setting
+    again = as_json("import", str(f), "--no-dedupe", db=db)
+    assert again == {**again, "added": 0, "already_present": 1}

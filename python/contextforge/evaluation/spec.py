@@ -7,8 +7,9 @@ A spec is JSON::
      "queries": [{"id", "text", "scope", "relevant": [entry ids], "category"?, "now"?}]}
 
 Timestamps are ISO 8601 strings (naive ones are read as UTC) or Unix seconds. A
-query's ``scope`` is a str, ``null`` (every scope) or a list of them, as in
-``ContextForge.query``; each of its relevant entries must be visible in it.
+query's ``scope`` is a str, ``null`` (every scope) or a list of scopes (``null``
+in a list is the global scope); each of its relevant entries must be visible in
+it. ``docs/eval-spec.md`` describes every field.
 """
 
 from __future__ import annotations
