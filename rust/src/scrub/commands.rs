@@ -127,7 +127,10 @@ fn relabel(label: Option<&'static str>, v: &str) -> Verdict {
 }
 
 fn env_inline(caps: &Captures<'_>, v: &str) -> Verdict {
-    relabel(assigned(group(caps, "name"), v, caps.name("s3").is_none()), v)
+    relabel(
+        assigned(group(caps, "name"), v, caps.name("s3").is_none()),
+        v,
+    )
 }
 
 fn xml_element(caps: &Captures<'_>, v: &str) -> Verdict {
@@ -194,10 +197,15 @@ fn cookie(_: &Captures<'_>, header: &str) -> Verdict {
         let Some((name, value)) = pair.split_once('=') else {
             continue;
         };
-        let (name, value) = (name.trim().to_ascii_lowercase(), value.trim().trim_matches('"'));
-        let session_name = ["sess", "sid", "auth", "token", "jwt", "remember", "login", "csrf", "xsrf"]
-            .iter()
-            .any(|w| name.contains(w));
+        let (name, value) = (
+            name.trim().to_ascii_lowercase(),
+            value.trim().trim_matches('"'),
+        );
+        let session_name = [
+            "sess", "sid", "auth", "token", "jwt", "remember", "login", "csrf", "xsrf",
+        ]
+        .iter()
+        .any(|w| name.contains(w));
         if (session_name && value.len() >= 6 && !is_reference(value)) || looks_like_secret(value) {
             found = true;
             break;

@@ -58,10 +58,18 @@ pub(crate) fn fold(text: &str) -> Option<Folded> {
         };
         if replaced {
             if copy_from < i {
-                pieces.push(Piece { view: out.len(), orig: copy_from, copied: true });
+                pieces.push(Piece {
+                    view: out.len(),
+                    orig: copy_from,
+                    copied: true,
+                });
                 out.push_str(&text[copy_from..i]);
             }
-            pieces.push(Piece { view: out.len(), orig: i, copied: false });
+            pieces.push(Piece {
+                view: out.len(),
+                orig: i,
+                copied: false,
+            });
             out.push_str(&scratch);
             copy_from = i + unit_len;
         }
@@ -71,10 +79,18 @@ pub(crate) fn fold(text: &str) -> Option<Folded> {
         return None;
     }
     if copy_from < text.len() {
-        pieces.push(Piece { view: out.len(), orig: copy_from, copied: true });
+        pieces.push(Piece {
+            view: out.len(),
+            orig: copy_from,
+            copied: true,
+        });
         out.push_str(&text[copy_from..]);
     }
-    Some(Folded { text: out, pieces, orig_len: text.len() })
+    Some(Folded {
+        text: out,
+        pieces,
+        orig_len: text.len(),
+    })
 }
 
 /// Whether `c` changes in the view; if so its replacement is left in `out`.

@@ -33,7 +33,10 @@ fn scrub_object(scrubber: &Scrubber, map: &mut Map<String, Value>) {
         }
         scrub_value(scrubber, value);
     }
-    if !map.keys().any(|k| matches!(scrubber.scrub(k), Cow::Owned(_))) {
+    if !map
+        .keys()
+        .any(|k| matches!(scrubber.scrub(k), Cow::Owned(_)))
+    {
         return;
     }
     // Rebuilt in order: removing and re-inserting a key would move it to the end.
@@ -81,6 +84,9 @@ mod tests {
         let mut value: Value =
             serde_json::from_str(&format!(r#"{{"z":1,"{token}":2,"a":3}}"#)).unwrap();
         scrub_value(&Scrubber::default(), &mut value);
-        assert_eq!(value.to_string(), r#"{"z":1,"[REDACTED:github_token]":2,"a":3}"#);
+        assert_eq!(
+            value.to_string(),
+            r#"{"z":1,"[REDACTED:github_token]":2,"a":3}"#
+        );
     }
 }

@@ -30,7 +30,11 @@ enum Role {
 }
 
 enum Frame {
-    Object { expect_key: bool, last_key: Option<usize>, id: usize },
+    Object {
+        expect_key: bool,
+        last_key: Option<usize>,
+        id: usize,
+    },
     Array,
 }
 
@@ -56,7 +60,11 @@ fn scan(text: &str) -> Option<Vec<Literal>> {
         match bytes[i] {
             b' ' | b'\t' | b'\n' | b'\r' => i += 1,
             b'{' => {
-                stack.push(Frame::Object { expect_key: true, last_key: None, id: objects });
+                stack.push(Frame::Object {
+                    expect_key: true,
+                    last_key: None,
+                    id: objects,
+                });
                 objects += 1;
                 i += 1;
             }
@@ -82,14 +90,23 @@ fn scan(text: &str) -> Option<Vec<Literal>> {
                 let end = string_end(bytes, i)?;
                 let index = literals.len();
                 let role = match stack.last_mut() {
-                    Some(Frame::Object { expect_key: true, last_key, id, .. }) => {
+                    Some(Frame::Object {
+                        expect_key: true,
+                        last_key,
+                        id,
+                        ..
+                    }) => {
                         *last_key = Some(index);
                         Role::Key { object: *id }
                     }
                     Some(Frame::Object { last_key, .. }) => Role::Value { key: *last_key },
                     _ => Role::Value { key: None },
                 };
-                literals.push(Literal { start: i, end, role });
+                literals.push(Literal {
+                    start: i,
+                    end,
+                    role,
+                });
                 i = end;
             }
             // Numbers, true, false, null: their bytes are never touched.
@@ -97,7 +114,21 @@ fn scan(text: &str) -> Option<Vec<Literal>> {
                 let rest = &bytes[i..];
                 let n = rest
                     .iter()
-                    .take_while(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',' | b':' | b']' | b'}' | b'"' | b'{' | b'['))
+                    .take_while(|b| {
+                        !matches!(
+                            b,
+                            b' ' | b'\t'
+                                | b'\n'
+                                | b'\r'
+                                | b','
+                                | b':'
+                                | b']'
+                                | b'}'
+                                | b'"'
+                                | b'{'
+                                | b'['
+                        )
+                    })
                     .count();
                 i += n.max(1);
             }
@@ -187,13 +218,16 @@ fn number_clashing_keys(
             .filter(|(_, l)| matches!(l.role, Role::Key { object: o } if o == object))
             .map(|(i, _)| i)
             .collect();
-        let renamed: HashSet<usize> = changes.iter().map(|(i, _)| *i).filter(|i| keys.contains(i)).collect();
+        let renamed: HashSet<usize> = changes
+            .iter()
+            .map(|(i, _)| *i)
+            .filter(|i| keys.contains(i))
+            .collect();
         let mut taken: HashSet<String> = HashSet::new();
         for &k in keys.iter().filter(|k| !renamed.contains(k)) {
             taken.insert(decode(text, &literals[k])?.into_owned());
         }
-        for (i, new) in changes.iter_mut().filter(|(i, _)| renamed.contains(i)) {
-            let _ = i;
+        for (_, new) in changes.iter_mut().filter(|(i, _)| renamed.contains(i)) {
             let base = new.clone();
             let mut n = 2;
             while taken.contains(new.as_str()) {
@@ -263,7 +297,10 @@ mod tests {
     fn escaped_strings_are_decoded_before_matching() {
         // `\u005f` is `_`: the token is whole once decoded.
         let text = r#"{"note":"use ghp\u005f0123456789abcdefghijABCDEFGHIJ012345\nnow"}"#;
-        assert_eq!(scrub(text), r#"{"note":"use [REDACTED:github_token]\nnow"}"#);
+        assert_eq!(
+            scrub(text),
+            r#"{"note":"use [REDACTED:github_token]\nnow"}"#
+        );
     }
 
     #[test]

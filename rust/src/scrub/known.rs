@@ -51,7 +51,13 @@ const fn f(
     min: usize,
     max: usize,
 ) -> Format {
-    Format { prefix, label, alphabet, min, max }
+    Format {
+        prefix,
+        label,
+        alphabet,
+        min,
+        max,
+    }
 }
 
 /// Longer prefixes first: the first prefix that matches is the format.
@@ -194,7 +200,12 @@ fn truncated(_: &Captures<'_>, token: &str) -> Verdict {
         TRUNCATED_MIN
     };
     let full_but_loose = n >= format.min && LOOSE.contains(&format.prefix);
-    if n < floor || n > format.max || full_but_loose || continues(rest, n) || !random_enough(format, body) {
+    if n < floor
+        || n > format.max
+        || full_but_loose
+        || continues(rest, n)
+        || !random_enough(format, body)
+    {
         return Verdict::Reject;
     }
     Verdict::As(format.label, format.prefix.len() + n)
