@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextforge import ContextForge, InvalidInputError, NotFound
+from contextforge import ALL_SCOPES, ContextForge, InvalidInputError, NotFound
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 
@@ -185,7 +185,7 @@ async def test_deleting_in_one_scope_never_touches_another(
         assert {s: n for s, n in after.items() if s != victim} == {
             s: n for s, n in before.items() if s != victim
         }
-        survivors = {h.id for h in await cf.query("red green blue teal", None, 10**6)}
+        survivors = {h.id for h in await cf.query("red green blue teal", ALL_SCOPES, 10**6)}
         assert not survivors & set(victims)
 
 

@@ -351,8 +351,6 @@ def test_a_transcript_without_scope_warns_once(tmp_path: Path) -> None:
     assert run("import", str(notes), db=db).stderr == ""  # entries carry their own scope
 
 
-@pytest.mark.xfail(strict=True, reason="the import's scratch store needs the store's effective "
-                   "scrub_pii, which the core does not expose yet (store.config keeps None)")
 def test_reimport_into_a_store_that_scrubs_pii_finds_its_records_present(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     with ContextForgeSync.open(Config(path=str(db), scrub_pii=True)) as store:  # the application

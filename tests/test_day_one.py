@@ -180,3 +180,12 @@ def test_speaker_lines_in_a_text_transcript() -> None:
     # A lone label-like line in prose is not a speaker.
     assert coerce_transcript("Note: the deploy failed\nretry tomorrow\ncheck the logs") == [
         (None, "Note: the deploy failed"), (None, "retry tomorrow"), (None, "check the logs")]
+
+
+async def test_citations_are_checked_however_they_are_written(mem: ContextForge) -> None:
+    from contextforge import verify_citations
+
+    saved = await mem.save("the launch moved to Friday", scope="s")
+    block = await mem.context("launch", "s", 512)
+    assert verify_citations(f"It moved [mem:{saved}] [MEM:{saved}] [mem: {saved}] [mem:0{saved}]", block) == []
+    assert verify_citations("See [MEM:999] and [mem: 998].", block) == ["mem:999", "mem:998"]

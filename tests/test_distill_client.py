@@ -625,7 +625,8 @@ def test_values_are_validated() -> None:
 
 
 def test_coerce_transcript_shapes() -> None:
-    assert coerce_transcript("Ann: hi\n\n  \nBob: yo") == [(None, "Ann: hi"), (None, "Bob: yo")]
+    assert coerce_transcript("Ann: hi\n\n  \nBob: yo") == [("Ann", "hi"), ("Bob", "yo")]
+    assert coerce_transcript("hi\n\n  \nyo") == [(None, "hi"), (None, "yo")]
     assert coerce_transcript(
         [
             {"role": "user", "content": "hi"},

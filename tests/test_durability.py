@@ -12,7 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from contextforge import Config, ContextForge
+from contextforge import ALL_SCOPES, Config, ContextForge
 
 WRITER = textwrap.dedent(
     """
@@ -78,7 +78,7 @@ async def test_sigkill_mid_stream_loses_no_acknowledged_save(tmp_path: Path) -> 
         async with await ContextForge.open(path) as cf:
             assert await cf.count() >= len(acked)
             for i, entry_id in list(acked.items())[-50:]:
-                hits = await cf.query(f"crashprobe{i}", None, 1000)
+                hits = await cf.query(f"crashprobe{i}", ALL_SCOPES, 1000)
                 assert [h.id for h in hits] == [entry_id]
             seen = {s: await probe_ids(cf, s) for s in ("s0", "s1", "s2")}
         assert set(acked.values()) <= set().union(*map(set, seen.values()))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from contextforge import ContextForge
+from contextforge import ALL_SCOPES, ContextForge
 
 from .conftest import REPO
 
@@ -23,7 +23,7 @@ OPS_PER_TASK = 150
 WORKER = textwrap.dedent(
     """
     import asyncio, json, random, sys, time
-    from contextforge import ContextForge
+    from contextforge import ALL_SCOPES, ContextForge
 
     async def task(cf, proc, t, ops, out):
         rng = random.Random(proc * 1000 + t)
@@ -41,7 +41,7 @@ WORKER = textwrap.dedent(
                     if mine and roll < 0.75:
                         entry_id, q = rng.choice(mine)
                     started = time.perf_counter()
-                    hits = await cf.query(q, f"tenant{t % 4}" if rng.random() < 0.5 else None, 4096)
+                    hits = await cf.query(q, f"tenant{t % 4}" if rng.random() < 0.5 else ALL_SCOPES, 4096)
                     out["latency_ms"].append((time.perf_counter() - started) * 1000)
                     if q.startswith("loadmark") and [h.id for h in hits] != [entry_id]:
                         out["errors"].append(f"read-your-write miss: {q} -> {[h.id for h in hits]}")
@@ -116,7 +116,7 @@ async def test_processes_and_tasks_share_one_file(tmp_path: Path) -> None:
         got = await cf.get_many(ids)
         assert [g.content if g else None for g in got] == [acked[i] for i in ids], "a write was lost"
         assert await cf.count() == len(acked) + 1
-        hits = await cf.query("shared words", None, 10**9, depth=10_000)
+        hits = await cf.query("shared words", ALL_SCOPES, 10**9, depth=10_000)
         assert sorted(h.id for h in hits) == ids
 
 

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from contextforge import ClosedError, Config, ContextForge
+from contextforge import ALL_SCOPES, ClosedError, Config, ContextForge
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 
@@ -100,11 +100,11 @@ async def test_read_your_writes_across_concurrent_tasks(cf: ContextForge) -> Non
 async def test_budget_packs_greedily_and_skips_what_does_not_fit(mem: ContextForge) -> None:
     long_id = await mem.save("apples " * 400, timestamp=NOW)
     short_ids = [await mem.save(f"apples note {i}", timestamp=NOW) for i in range(3)]
-    hits = await mem.query("apples", None, 100, now=NOW)
+    hits = await mem.query("apples", ALL_SCOPES, 100, now=NOW)
     assert long_id not in [h.id for h in hits]
     assert sorted(h.id for h in hits) == short_ids
     assert sum(h.tokens for h in hits) <= 100
-    hits = await mem.query("apples", None, 10_000, now=NOW)
+    hits = await mem.query("apples", ALL_SCOPES, 10_000, now=NOW)
     assert hits[0].id == long_id  # the strongest match comes first when it fits
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from contextforge import Config, ContextForge, InvalidInputError
+from contextforge import ALL_SCOPES, Config, ContextForge, InvalidInputError
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 FILLER = [
@@ -23,14 +23,16 @@ FILLER = [
 
 
 def cfg(**kw: object) -> Config:
-    return Config(recency_weight=0.0, **kw)  # type: ignore[arg-type]
+    """Relevance alone, and every candidate kept (no relevance floor), so that
+    ranks of weak candidates can be compared."""
+    return Config(recency_weight=0.0, min_relative_relevance=0.0, **kw)  # type: ignore[arg-type]
 
 
 async def ids_for(config: Config, entries: Sequence[Mapping[str, object]], q: str) -> tuple[list[int], list[int]]:
     """The saved ids, and the ranked hit ids for ``q``."""
     async with await ContextForge.open(config) as cf:
         ids = await cf.save_many([{"dedupe": False, **e} for e in entries])
-        hits = await cf.query(q, None, 1 << 20, now=NOW)
+        hits = await cf.query(q, ALL_SCOPES, 1 << 20, now=NOW)
         return ids, [h.id for h in hits]
 
 
@@ -209,7 +211,7 @@ async def test_a_strong_turn_lifts_the_weak_turns_of_its_session() -> None:
     async def scores(config: Config, entries: Sequence[Mapping[str, object]]) -> list[float]:
         async with await ContextForge.open(config) as cf:
             ids = await cf.save_many([{"dedupe": False, **e} for e in entries])
-            hits = {h.id: h.score for h in await cf.query(q, None, 1 << 20, now=NOW)}
+            hits = {h.id: h.score for h in await cf.query(q, ALL_SCOPES, 1 << 20, now=NOW)}
             return [hits[i] for i in ids[:3]]
 
     on = await scores(cfg(**only), entries)
@@ -231,3 +233,106 @@ async def test_a_strong_turn_lifts_the_weak_turns_of_its_session() -> None:
     apart = [{**weak_here, "scope": "x"}, {**strong, "scope": "y"}, weak_there, *fill]
     split = await scores(cfg(**only), apart)
     assert split[0] == pytest.approx(split[2], rel=1e-6)
+
+
+# --- the relevance floor --------------------------------------------------------
+
+T0 = datetime(2024, 5, 1, 12, tzinfo=timezone.utc)
+
+
+async def chat(config: Config, turns: Sequence[str], q: str) -> tuple[list[int], list[int]]:
+    """The saved ids of ``turns`` (one session, a minute apart), and the ids of
+    what ``q`` returns with the default budget."""
+    async with await ContextForge.open(config) as cf:
+        ids = await cf.save_many([
+            {"content": t, "scope": "u", "session_id": "s", "timestamp": T0 + timedelta(minutes=i)}
+            for i, t in enumerate(turns)
+        ])
+        return ids, [h.id for h in await cf.query(q, "u", now=T0 + timedelta(days=1))]
+
+
+async def test_filler_turns_without_a_query_word_stay_out() -> None:
+    # Each filler follows the turn after a real one: the real turn's words are
+    # in its previous turns, and the real turn lifts its session.
+    turns = [
+        "I have a severe peanuts allergy",
+        "Which foods should I check then?",
+        "Noted!",
+        "My sister has a peanuts allergy too",
+        "Does she carry an EpiPen?",
+        "ok",
+    ]
+    ids, got = await chat(Config(), turns, "peanuts allergy")
+    assert ids[0] in got and ids[3] in got
+    assert ids[2] not in got and ids[5] not in got
+    # Without the floor the boosts bring them back.
+    _, unfloored = await chat(Config(min_relative_relevance=0.0), turns, "peanuts allergy")
+    assert ids[2] in unfloored and ids[5] in unfloored
+
+
+async def test_the_immediate_reply_to_a_strong_hit_still_comes() -> None:
+    turns = ["What should I cook tonight?", "I have a severe peanuts allergy", "Noted!", "ok"]
+    ids, got = await chat(Config(), turns, "peanuts allergy")
+    assert got[0] == ids[1]
+    assert ids[2] in got, "it answers the real turn"
+    assert ids[3] not in got, "it answers the filler"
+
+
+async def test_the_floor_is_relative_to_the_best_hit_and_absolute() -> None:
+    notes = [
+        "peanuts allergy: peanuts, peanut butter and peanut oil are out, allergy card in the wallet",
+        "the allergy season starts in May with the birch pollen that makes everything harder",
+    ]
+    q = "peanuts allergy"
+
+    async def found(config: Config) -> tuple[list[int], dict[int, float]]:
+        async with await ContextForge.open(config) as cf:
+            ids = await cf.save_many([{"content": t, "scope": "u"} for t in notes])
+            hits = await cf.query(q, "u", explain=True, now=T0)
+            return ids, {h.id: h.explain["relevance"] for h in hits if h.explain is not None}
+
+    ids, relevance = await found(Config(min_relative_relevance=0.0))
+    strong, weak = relevance[ids[0]], relevance[ids[1]]
+    assert strong > weak > 0
+    share = weak / strong
+    assert list((await found(Config(min_relative_relevance=share - 0.01)))[1]) == ids
+    assert list((await found(Config(min_relative_relevance=share + 0.01)))[1]) == [ids[0]]
+    absolute = Config(min_relative_relevance=0.0, min_relevance=weak * 1.01)
+    assert list((await found(absolute))[1]) == [ids[0]]
+    assert (await found(Config(min_relevance=strong * 1.01)))[1] == {}
+
+
+@pytest.mark.parametrize(("field", "bad"), [
+    ("min_relevance", -0.1), ("min_relevance", float("nan")), ("min_relevance", float("inf")),
+    ("min_relative_relevance", -0.1), ("min_relative_relevance", 1.5),
+    ("min_relative_relevance", float("nan")),
+])
+async def test_the_floor_is_validated(field: str, bad: float) -> None:
+    with pytest.raises(InvalidInputError, match=field):
+        await ContextForge.open(Config(**{field: bad}))  # type: ignore[arg-type]
+
+
+async def test_explain_separates_content_bm25_from_context_bm25() -> None:
+    turns = ["I have a severe peanuts allergy", "ok"]
+    async with await ContextForge.open(Config(min_relative_relevance=0.0)) as cf:
+        ids = await cf.save_many([
+            {"content": t, "scope": "u", "session_id": "s", "timestamp": T0 + timedelta(minutes=i)}
+            for i, t in enumerate(turns)
+        ])
+        hits = {h.id: h.explain for h in await cf.query("peanuts allergy", "u", explain=True, now=T0)}
+    real, filler = hits[ids[0]], hits[ids[1]]
+    assert real is not None and filler is not None
+    # The real turn matches in its content and has no previous turn.
+    assert real["bm25"] > 0 and real["bm25_context"] == 0
+    # The filler holds no query word: all its BM25 is its previous turn's.
+    assert filler["bm25"] == 0 and filler["bm25_context"] > 0
+    # Together they are the BM25 relevance the entry ranked by (no boosts here).
+    async with await ContextForge.open(Config(min_relative_relevance=0.0, reply_weight=0.0,
+                                              session_weight=0.0)) as cf:
+        await cf.save_many([
+            {"content": t, "scope": "u", "session_id": "s", "timestamp": T0 + timedelta(minutes=i)}
+            for i, t in enumerate(turns)
+        ])
+        for h in await cf.query("peanuts allergy", "u", explain=True, now=T0):
+            assert h.explain is not None
+            assert h.explain["bm25"] + h.explain["bm25_context"] == pytest.approx(h.explain["relevance"], rel=1e-5)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from contextforge import (
+    ALL_SCOPES,
     ClosedError,
     Config,
     ContextForge,
@@ -82,7 +83,7 @@ def test_no_method_is_a_coroutine_or_async_generator() -> None:
 
 def test_round_trip_on_a_file(sync_cf: ContextForgeSync, db_path: str) -> None:
     cf = sync_cf
-    assert cf.config == Config(path=db_path)
+    assert cf.config == Config(path=db_path, scrub_pii=False)  # the setting in force
     assert not cf.closed
     assert repr(cf) == f"<ContextForgeSync {db_path!r} (open)>"
 
@@ -94,7 +95,9 @@ def test_round_trip_on_a_file(sync_cf: ContextForgeSync, db_path: str) -> None:
         metadata={"n": 1},
         timestamp=NOW,
     )
-    assert cf.save("the deploy failed:  missing env var", scope="project:demo") == a  # dedupe
+    again = cf.save("the deploy failed:  missing env var", kind="incident", scope="project:demo",
+                    session_id="run-7", metadata={"n": 1}, timestamp=NOW)
+    assert again == a and not again.created  # dedupe
     b, c = cf.save_many(
         [
             {"content": "prefers short answers", "kind": "fact", "scope": "user:42"},
@@ -107,7 +110,7 @@ def test_round_trip_on_a_file(sync_cf: ContextForgeSync, db_path: str) -> None:
     assert (hit.id, hit.kind, hit.session_id, hit.metadata) == (a, "incident", "run-7", {"n": 1})
     assert hit.timestamp == NOW
     assert {h.id for h in cf.query("deploy", ["project:demo", None])} == {a, c}
-    assert cf.query("deploy", kinds=["fact"]) == []
+    assert cf.query("deploy", ALL_SCOPES, kinds=["fact"]) == []
     ctx = cf.context("deploy failure", "project:demo", 2048, now=NOW)
     assert [h.id for h in ctx.hits] == [a] and 0 < ctx.tokens <= 2048
 
@@ -135,7 +138,7 @@ def test_round_trip_on_a_file(sync_cf: ContextForgeSync, db_path: str) -> None:
     assert cf.delete(c) is True
     assert cf.delete(c) is False
     assert cf.delete_many([b, 777]) == [True, False]
-    assert [h.id for h in cf.query("deploy")] == [a]
+    assert [h.id for h in cf.query("deploy", ALL_SCOPES)] == [a]
     assert cf.clear_scope("project:demo") == 1
     cf.save("one more", scope="x")
     cf.save("and a global one")

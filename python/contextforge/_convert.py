@@ -323,3 +323,9 @@ def call(make: Callable[[], Awaitable[T]]) -> Awaitable[T]:
         return make()
     except UnicodeEncodeError as err:
         raise InvalidInputError("text must be valid Unicode (it holds a lone surrogate)") from err
+    except TypeError as err:  # a field of a record (a save item) that would not encode
+        if isinstance(err.__cause__, UnicodeEncodeError):
+            raise InvalidInputError(
+                "text must be valid Unicode (it holds a lone surrogate)"
+            ) from err.__cause__
+        raise

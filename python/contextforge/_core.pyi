@@ -58,7 +58,9 @@ class Hit:
         """The content's length in the store's tokenizer."""
     @property
     def explain(self) -> dict[str, float] | None:
-        """With ``explain=True``: relevance, recency, diversity (0 until MMR), final, rank."""
+        """With ``explain=True``: relevance, bm25 (the content's), bm25_context (what
+        the previous turns and the date add), dense, recency, diversity (0 until
+        MMR), final, rank."""
     @property
     def risks(self) -> list[str]:
         """Prompt-injection risks found in the content, e.g. ``["instruction_override"]``."""
@@ -146,6 +148,8 @@ class Engine:
         date_weight: float | None = None,
         reply_weight: float | None = None,
         session_weight: float | None = None,
+        min_relevance: float | None = None,
+        min_relative_relevance: float | None = None,
         fusion: str | None = None,
         dense_weight: float | None = None,
         rrf_k: float | None = None,
@@ -154,6 +158,9 @@ class Engine:
         mmr_window: int | None = None,
         read_only: bool = False,
     ) -> Awaitable[Engine]: ...
+    @property
+    def scrub_pii(self) -> bool:
+        """Whether saves scrub personal data (``scrub_pii`` as resolved on open)."""
     @property
     def scrub_dropped(self) -> list[str]:
         """What the store scrubbed before this open that this one does not."""
@@ -173,6 +180,7 @@ class Engine:
         scopes: list[str | None] | None,
         budget: int,
         *,
+        limit: int | None = None,
         now: int | None = None,
         depth: int | None = None,
         kinds: list[str] | None = None,
@@ -191,6 +199,7 @@ class Engine:
         budget: int,
         *,
         order: str = "score",
+        limit: int | None = None,
         now: int | None = None,
         depth: int | None = None,
         kinds: list[str] | None = None,

@@ -96,7 +96,8 @@ class Config:
             (Luhn-checked) and IBANs. ``None`` (the default) keeps what the store
             recorded the last time it was opened with ``True`` or ``False`` (off
             for a new store), so the CLI and the MCP server honour the setting
-            of the application that owns the store.
+            of the application that owns the store. ``ContextForge.config`` of an
+            open store shows the setting in force (``True`` or ``False``).
         scrub_metadata: Scrub the strings inside metadata too (keys give context:
             ``{"password": "hunter2"}`` is redacted).
         max_entries_per_scope: Keep at most this many entries in each scope (the
@@ -122,6 +123,8 @@ class Config:
     date_weight: float = 0.8
     reply_weight: float = 0.2
     session_weight: float = 0.5
+    min_relevance: float = 0.0
+    min_relative_relevance: float = 0.2
     embedder: Embedder | None = field(default=None, compare=False)
     embed_batch_size: int = 64
     fusion: Literal["weighted", "rrf"] = "weighted"

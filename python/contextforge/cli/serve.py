@@ -74,6 +74,6 @@ def mcp(
                    f"accepted Host headers: {', '.join(accepted)}", err=True)
     try:
         serve(path, policy, http=http, host=host, port=port, allowed_hosts=allowed_hosts,
-              insecure_no_auth=insecure_no_auth, scrub_pii=opts.scrub_pii is True)
+              insecure_no_auth=insecure_no_auth, scrub_pii=opts.scrub_pii)
     except ContextForgeError as err:
         raise from_library(err) from err

@@ -16,7 +16,7 @@ __all__ = ["serve"]
 
 def serve(path: str, policy: ScopePolicy, *, http: bool = False, host: str = "127.0.0.1",
           port: int = 8000, allowed_hosts: Iterable[str] = (), insecure_no_auth: bool = False,
-          scrub_pii: bool = False) -> None:
+          scrub_pii: bool | None = None) -> None:
     """Serves the store at ``path`` over stdio (or streamable HTTP at
     ``http://host:port/mcp``) until the client disconnects or the process is stopped.
 
@@ -24,8 +24,9 @@ def serve(path: str, policy: ScopePolicy, *, http: bool = False, host: str = "12
     :class:`~contextforge.mcp_server.http.InsecureBind` (a ``ValueError``) before
     anything is opened, unless ``insecure_no_auth``: the server has no authentication.
     Requests must name a loopback host or one of ``allowed_hosts`` in their ``Host``
-    header, whatever the bind. ``scrub_pii`` opens the store with
-    ``Config(scrub_pii=True)``, so what the tools save is scrubbed of PII too.
+    header, whatever the bind. ``scrub_pii=True`` opens the store with
+    ``Config(scrub_pii=True)``, so what the tools save is scrubbed of PII too;
+    ``None`` (the default) keeps the store's own setting.
     """
     allowed = list(allowed_hosts)
     if http:

@@ -24,7 +24,8 @@ impl<'q> Admit<'q> {
         Self { query, metadata, now }
     }
 
-    /// Whether `entry` matches every filter of the query (and is alive).
+    /// Whether `entry` matches every filter of the query (and is alive at the
+    /// query's clock).
     pub(super) fn admits(&self, entry: &Entry) -> bool {
         let q = self.query;
         let scope_ok = q

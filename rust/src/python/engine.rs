@@ -66,6 +66,7 @@ impl Filters {
         text: String,
         scopes: Option<Vec<Option<String>>>,
         budget: u64,
+        limit: Option<usize>,
         now: Option<Micros>,
         depth: Option<usize>,
         injection: InjectionPolicy,
@@ -74,7 +75,8 @@ impl Filters {
     ) -> Query {
         let Filters { kinds, session_id, since, until, metadata } = self;
         Query {
-            text, scopes, budget, now, depth, kinds, session_id, since, until, metadata, injection, explain, embedding,
+            text, scopes, budget, limit, now, depth, kinds, session_id, since, until, metadata, injection, explain,
+            embedding,
         }
     }
 }
@@ -136,7 +138,7 @@ fn list_filter((has_scope, scope, kind, session_id, since, until): Filter) -> Li
 #[pymethods]
 impl Engine {
     #[staticmethod]
-    #[pyo3(signature = (path, *, auth_token, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms, scrub, scrub_pii, scrub_metadata, max_entries_per_scope, eviction, stopword_weight=None, context_weight=None, date_weight=None, reply_weight=None, session_weight=None, fusion=None, dense_weight=None, rrf_k=None, mmr_lambda=None, duplicate_similarity=None, mmr_window=None, read_only=false))]
+    #[pyo3(signature = (path, *, auth_token, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms, scrub, scrub_pii, scrub_metadata, max_entries_per_scope, eviction, stopword_weight=None, context_weight=None, date_weight=None, reply_weight=None, session_weight=None, min_relevance=None, min_relative_relevance=None, fusion=None, dense_weight=None, rrf_k=None, mmr_lambda=None, duplicate_similarity=None, mmr_window=None, read_only=false))]
     #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,
@@ -160,6 +162,8 @@ impl Engine {
         date_weight: Option<f32>,
         reply_weight: Option<f32>,
         session_weight: Option<f32>,
+        min_relevance: Option<f32>,
+        min_relative_relevance: Option<f32>,
         fusion: Option<String>,
         dense_weight: Option<f32>,
         rrf_k: Option<f32>,
@@ -187,6 +191,8 @@ impl Engine {
             date_weight: date_weight.unwrap_or(d.date_weight),
             reply_weight: reply_weight.unwrap_or(d.reply_weight),
             session_weight: session_weight.unwrap_or(d.session_weight),
+            min_relevance: min_relevance.unwrap_or(d.min_relevance),
+            min_relative_relevance: min_relative_relevance.unwrap_or(d.min_relative_relevance),
         };
         let eviction = Eviction::parse(&eviction).map_err(to_py)?;
         let tokenizer = TokenizerSpec::parse(&tokenizer).map_err(to_py)?;
@@ -213,6 +219,12 @@ impl Engine {
             let core = Core::open(config)?;
             Ok(Engine { core: RwLock::new(Some(Arc::new(core))) })
         })
+    }
+
+    /// Whether saves scrub personal data (`scrub_pii` as resolved on open).
+    #[getter]
+    fn scrub_pii(&self) -> PyResult<bool> {
+        Ok(self.core()?.scrubs_pii())
     }
 
     /// What the store scrubbed before this open that this one does not.
@@ -330,7 +342,7 @@ impl Engine {
         })
     }
 
-    #[pyo3(signature = (text, scopes, budget, *, now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag", explain=false, embedding=None))]
+    #[pyo3(signature = (text, scopes, budget, *, limit=None, now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag", explain=false, embedding=None))]
     #[allow(clippy::too_many_arguments)]
     fn query<'py>(
         &self,
@@ -338,6 +350,7 @@ impl Engine {
         text: String,
         scopes: Option<Vec<Option<String>>>,
         budget: u64,
+        limit: Option<usize>,
         now: Option<Micros>,
         depth: Option<usize>,
         kinds: Option<Vec<String>>,
@@ -352,7 +365,7 @@ impl Engine {
         let core = self.core()?;
         let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
         let filters = Filters { kinds, session_id, since, until, metadata };
-        let query = filters.query(text, scopes, budget, now, depth, injection, explain, vector(embedding));
+        let query = filters.query(text, scopes, budget, limit, now, depth, injection, explain, vector(embedding));
         quick(py, move |may_wait| {
             let answer = if may_wait { core.query_timed(&query).map(Some) } else { core.try_query_timed(&query) };
             answer.transpose().map(|answer| {
@@ -368,7 +381,7 @@ impl Engine {
         })
     }
 
-    #[pyo3(signature = (text, scopes, budget, *, order="score", now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag", embedding=None))]
+    #[pyo3(signature = (text, scopes, budget, *, order="score", limit=None, now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag", embedding=None))]
     #[allow(clippy::too_many_arguments)]
     fn context<'py>(
         &self,
@@ -377,6 +390,7 @@ impl Engine {
         scopes: Option<Vec<Option<String>>>,
         budget: u64,
         order: &str,
+        limit: Option<usize>,
         now: Option<Micros>,
         depth: Option<usize>,
         kinds: Option<Vec<String>>,
@@ -391,7 +405,7 @@ impl Engine {
         let order = Order::parse(order).map_err(to_py)?;
         let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
         let filters = Filters { kinds, session_id, since, until, metadata };
-        let query = filters.query(text, scopes, budget, now, depth, injection, false, vector(embedding));
+        let query = filters.query(text, scopes, budget, limit, now, depth, injection, false, vector(embedding));
         quick(py, move |may_wait| {
             let context = if may_wait { core.context(&query, order).map(Some) } else { core.try_context(&query, order) };
             context.transpose().map(|context| context.map(Context::from))
@@ -515,6 +529,8 @@ pub fn default_config(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>
     d.set_item("date_weight", c.retrieval.date_weight)?;
     d.set_item("reply_weight", c.retrieval.reply_weight)?;
     d.set_item("session_weight", c.retrieval.session_weight)?;
+    d.set_item("min_relevance", c.retrieval.min_relevance)?;
+    d.set_item("min_relative_relevance", c.retrieval.min_relative_relevance)?;
     d.set_item("fusion", c.hybrid.fusion.name())?;
     d.set_item("dense_weight", c.hybrid.dense_weight)?;
     d.set_item("rrf_k", c.hybrid.rrf_k)?;
