@@ -53,7 +53,7 @@ async def test_hit_carries_every_field(cf: ContextForge) -> None:
     assert hit.metadata == meta
     assert list(hit.metadata) == list(meta)
     assert hit.tokens > 0
-    assert hit.score > 0
+    assert hit.score is not None and hit.score > 0
     assert "deploy" in repr(hit)
 
 

@@ -33,7 +33,7 @@ async def ids_for(config: Config, entries: Sequence[Mapping[str, object]], q: st
     async with await ContextForge.open(config) as cf:
         ids = await cf.save_many([{"dedupe": False, **e} for e in entries])
         hits = await cf.query(q, ALL_SCOPES, 1 << 20, now=NOW)
-        return ids, [h.id for h in hits]
+        return [int(i) for i in ids], [h.id for h in hits]
 
 
 async def test_function_words_in_a_question_do_not_outrank_its_topic() -> None:
@@ -118,7 +118,7 @@ async def scores(cf: ContextForge) -> list[list[tuple[int, float]]]:
     out = []
     for q in QUESTIONS:
         hits = await cf.query(q, "conv", 1 << 20, now=NOW)
-        out.append([(h.id, h.score) for h in hits])
+        out.append([(h.id, h.score or 0.0) for h in hits])
     return out
 
 
@@ -211,7 +211,7 @@ async def test_a_strong_turn_lifts_the_weak_turns_of_its_session() -> None:
     async def scores(config: Config, entries: Sequence[Mapping[str, object]]) -> list[float]:
         async with await ContextForge.open(config) as cf:
             ids = await cf.save_many([{"dedupe": False, **e} for e in entries])
-            hits = {h.id: h.score for h in await cf.query(q, ALL_SCOPES, 1 << 20, now=NOW)}
+            hits = {h.id: h.score or 0.0 for h in await cf.query(q, ALL_SCOPES, 1 << 20, now=NOW)}
             return [hits[i] for i in ids[:3]]
 
     on = await scores(cfg(**only), entries)
@@ -248,7 +248,7 @@ async def chat(config: Config, turns: Sequence[str], q: str) -> tuple[list[int],
             {"content": t, "scope": "u", "session_id": "s", "timestamp": T0 + timedelta(minutes=i)}
             for i, t in enumerate(turns)
         ])
-        return ids, [h.id for h in await cf.query(q, "u", now=T0 + timedelta(days=1))]
+        return [int(i) for i in ids], [h.id for h in await cf.query(q, "u", now=T0 + timedelta(days=1))]
 
 
 async def test_filler_turns_without_a_query_word_stay_out() -> None:
@@ -289,7 +289,7 @@ async def test_the_floor_is_relative_to_the_best_hit_and_absolute() -> None:
         async with await ContextForge.open(config) as cf:
             ids = await cf.save_many([{"content": t, "scope": "u"} for t in notes])
             hits = await cf.query(q, "u", explain=True, now=T0)
-            return ids, {h.id: h.explain["relevance"] for h in hits if h.explain is not None}
+            return [int(i) for i in ids], {h.id: h.explain["relevance"] for h in hits if h.explain is not None}
 
     ids, relevance = await found(Config(min_relative_relevance=0.0))
     strong, weak = relevance[ids[0]], relevance[ids[1]]

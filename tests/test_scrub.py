@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -208,7 +209,8 @@ async def test_cookies_and_otp_secrets_are_redacted(mem: ContextForge) -> None:
 async def test_labels_holding_a_secret_are_refused(mem: ContextForge) -> None:
     for field in ("scope", "session_id", "kind"):
         with pytest.raises(InvalidInputError, match=field):
-            await mem.save("note", **{field: f"user:{GITHUB}"})
+            label: dict[str, Any] = {field: f"user:{GITHUB}"}
+            await mem.save("note", **label)
     entry_id = await mem.save("note", scope="user:alice", session_id="sess_01HZX3K9V2")
     with pytest.raises(InvalidInputError, match="scope"):
         await mem.update(entry_id, scope=GITHUB)

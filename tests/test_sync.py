@@ -9,7 +9,7 @@ import itertools
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -377,7 +377,7 @@ def test_iterators_are_consumed_in_the_callers_thread(sync_cf: ContextForgeSync)
             seen.add(threading.current_thread())
             yield {"content": f"generated {i}"}
 
-    def ids(values: list[int]) -> Iterator[int]:
+    def ids(values: Sequence[int]) -> Iterator[int]:
         for v in values:
             seen.add(threading.current_thread())
             yield v

@@ -156,7 +156,7 @@ def test_saved_is_an_int_with_a_flag() -> None:
     back = pickle.loads(pickle.dumps(s))
     assert back == 12 and back.created is True
     with pytest.raises(AttributeError):
-        s.created = False  # type: ignore[misc]
+        s.created = False
 
 
 # --- None means global only; ALL_SCOPES means every scope ----------------------

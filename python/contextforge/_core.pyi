@@ -9,7 +9,8 @@ import numpy
 import numpy.typing as npt
 
 __all__ = [
-    "Context", "Embedder", "Engine", "Hit", "_shutdown", "__build__", "__version__", "default_config",
+    "Context", "Embedder", "Engine", "Hit", "_rebuild_hit", "_shutdown", "__build__", "__version__",
+    "default_config",
 ]
 
 __version__: str
@@ -23,11 +24,11 @@ class Hit:
     copy and convert with :meth:`to_dict`. Build one by hand for a test fake.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         id: int,
         content: str,
-        kind: str = "note",
+        kind: str = ...,
         *,
         scope: str | None = None,
         session_id: str | None = None,
@@ -38,7 +39,7 @@ class Hit:
         expires_at: datetime | None = None,
         updated_at: datetime | None = None,
         risks: list[str] = ...,
-    ) -> None: ...
+    ) -> Hit: ...
     @property
     def id(self) -> int: ...
     @property
@@ -79,7 +80,7 @@ class Hit:
         ``None`` for an entry read by id or listed."""
     def to_dict(self) -> dict[str, Any]:
         """The fields as a new dict (datetimes stay datetimes)."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
     def __reduce__(self) -> tuple[Any, ...]: ...
 
@@ -237,7 +238,7 @@ class Engine:
         kind: str | None,
         metadata: tuple[bool, str | None],
         scope: tuple[bool, str | None],
-        expires_at: tuple[bool, int | None] = (False, None),
+        expires_at: tuple[bool, int | None] = ...,
         scrub: bool = True,
         embedding: _Vector | None = None,
     ) -> Awaitable[Hit]:
