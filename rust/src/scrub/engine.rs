@@ -4,7 +4,7 @@
 use super::prefilter::{Mask, Prefilter, MAX_RULES};
 use super::redact::{mask, placeholder_spans, OPEN};
 use super::rule::{Check, Class, Rule, Verdict};
-use super::window::{windows, WHOLE_TEXT_MAX};
+use super::window::{windows, Lines, WHOLE_TEXT_MAX};
 use super::fold::fold;
 use super::{assignment, commands, entropy, known, patterns, pii, prose, Finding};
 use regex::{Regex, RegexBuilder};
@@ -150,6 +150,7 @@ impl Engine {
     ) {
         let (candidates, hits) = self.prefilter.hits(haystack, enabled);
         let always = self.prefilter.always();
+        let lines = Lines::new(haystack);
         for (i, rule) in self.rules.iter().enumerate() {
             let bit: Mask = 1 << i;
             if candidates & bit == 0 {
@@ -163,7 +164,7 @@ impl Engine {
                 .iter()
                 .filter(|h| h.rules & bit != 0)
                 .map(|h| (h.start, h.end));
-            for (start, end) in windows(haystack, near) {
+            for (start, end) in windows(haystack, &lines, near) {
                 rule.run(i, haystack, start..end, blocked, out);
             }
         }
