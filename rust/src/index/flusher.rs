@@ -39,7 +39,7 @@ impl Flusher {
                     break;
                 }
                 if index.pending() > 0 {
-                    if let Err(err) = index.flush() {
+                    if let Err(err) = index.flush_if_checked() {
                         // The tail still holds the changes; the next round retries.
                         log::error!("search index commit failed: {err}");
                     }

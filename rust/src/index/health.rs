@@ -9,8 +9,9 @@
 //! does not wait for it: what would read the segments waits instead, and a
 //! caller that must not wait is declined (`SearchIndex::try_sync`).
 
+use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
@@ -48,7 +49,7 @@ impl Health {
             let started = Instant::now();
             let verdict = match shielded("checking the search index", || Ok(damage(&index))) {
                 Ok(None) => {
-                    log::debug!("search index at {name} checked in {:?}", started.elapsed());
+                    log::info!("search index at {name} checked in {:?}", started.elapsed());
                     State::Sound
                 }
                 Ok(Some(why)) | Err(Error::Index(TantivyError::InternalError(why))) => State::Damaged(why),
@@ -75,6 +76,15 @@ impl Health {
     /// Whether the check has passed (and nothing has failed since).
     pub fn is_sound(&self) -> bool {
         *self.state.lock() == State::Sound
+    }
+
+    /// What is wrong, once the check (or a search) has found damage; `None`
+    /// while it runs or when the index is sound.
+    pub fn damage(&self) -> Option<String> {
+        match &*self.state.lock() {
+            State::Damaged(why) => Some(why.clone()),
+            _ => None,
+        }
     }
 
     /// Waits for the check; `Err` with what is wrong when the index is damaged.
@@ -123,10 +133,21 @@ fn damage(index: &Index) -> Option<String> {
     (!bad.is_empty()).then(|| bad.join("; "))
 }
 
+thread_local! {
+    /// Set while this thread runs `shielded` code.
+    static SHIELDED: Cell<bool> = const { Cell::new(false) };
+}
+
 /// Runs `f`, turning a panic into `Error::Index`: tantivy asserts on some
-/// damaged files rather than returning an error.
+/// damaged files rather than returning an error. Such a panic is expected and
+/// its message goes into the error (and the warning about the rebuild), so the
+/// panic hook does not also print it with a backtrace.
 pub fn shielded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+    quiet_when_shielded();
+    let outer = SHIELDED.with(|s| s.replace(true));
+    let result = catch_unwind(AssertUnwindSafe(f));
+    SHIELDED.with(|s| s.set(outer));
+    result.unwrap_or_else(|panic| {
         let message = panic
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())
@@ -134,4 +155,19 @@ pub fn shielded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
             .unwrap_or_else(|| "unknown panic".to_owned());
         Err(Error::Index(TantivyError::InternalError(format!("{what} panicked: {message}"))))
     })
+}
+
+/// Wraps the process's panic hook, once, so that it stays silent for panics
+/// inside `shielded` on the panicking thread and runs as before for every
+/// other panic.
+fn quiet_when_shielded() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !SHIELDED.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
 }

@@ -260,6 +260,12 @@ impl SearchIndex {
 
     fn pull(&self, store: &Store, local: Option<Vec<Change>>, merge: bool) -> Result<()> {
         let _order = self.apply_lock.lock();
+        // Damage found: rebuilt from the log now, these changes included,
+        // rather than growing a tail that no commit could take.
+        let health = self.health();
+        if let Some(why) = health.damage() {
+            return self.rebuild_locked(store, &health, &why);
+        }
         let applied = self.applied();
         let mut neighbours = Neighbours::default();
         match local {
@@ -436,12 +442,24 @@ impl SearchIndex {
     }
 
     /// Commits the tail to the index, then drops what the commit made durable.
-    /// Not before the committed files have passed their check: until then (or
-    /// until a rebuild, if they fail it) the tail keeps its changes.
+    /// A commit reads the segments (to apply deletions), so this waits for
+    /// their check, and rebuilds a damaged index from the store instead.
     pub fn flush(&self) -> Result<()> {
+        self.ready(&self.store)?;
+        self.commit_pending()
+    }
+
+    /// `flush` for the background flusher: nothing, for now, while the check
+    /// runs or after it failed (the tail keeps its changes; the next query,
+    /// save or flush that may wait rebuilds a damaged index).
+    pub fn flush_if_checked(&self) -> Result<()> {
         if !self.health().is_sound() {
             return Ok(());
         }
+        self.commit_pending()
+    }
+
+    fn commit_pending(&self) -> Result<()> {
         let mut guard = self.writer.lock();
         let Some(writer) = guard.as_mut() else { return Ok(()) };
         if self.view.read().tail.is_empty() {
@@ -523,7 +541,7 @@ impl SearchIndex {
     pub fn close(&self) -> Result<()> {
         let sound = self.health().wait().is_ok();
         if sound {
-            self.flush()?;
+            self.commit_pending()?;
         }
         let Some(writer) = self.writer.lock().take() else { return Ok(()) };
         // Marked while this writer still holds the directory lock, so no other

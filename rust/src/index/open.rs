@@ -32,18 +32,21 @@ impl SearchIndex {
         let (index, closed_cleanly) = match dir {
             None => (Self::create(None, &store, &database)?, false),
             Some(dir) => {
-                match shielded("opening the search index", || Self::open_dir(dir, &store, &database, head)) {
-                    Ok((index, payload)) => (index.owning(Some(dir)), clean::take(dir, &payload)),
+                let opened = shielded("opening the search index", || Self::open_dir(dir, &store, &database, head));
+                let untrusted = |why: &dyn std::fmt::Display| {
+                    log::warn!("rebuilding the search index at {}: {why}", dir.display());
+                    Self::create(Some(dir), &store, &database).map(|index| (index.owning(Some(dir)), false))
+                };
+                match opened {
+                    Ok(Opened::Trusted(index, payload)) => (index.owning(Some(dir)), clean::take(dir, &payload)),
+                    Ok(Opened::Untrusted(why)) => untrusted(&why)?,
                     Err(Error::Index(tantivy::TantivyError::LockFailure(..))) => {
                         // Another process owns this index directory: keep a private
                         // in-RAM index that follows the same change log.
                         log::warn!("{} is in use by another process; indexing in RAM", dir.display());
                         (Self::create(None, &store, &database)?, false)
                     }
-                    Err(err) => {
-                        log::warn!("rebuilding the search index at {}: {err}", dir.display());
-                        (Self::create(Some(dir), &store, &database)?.owning(Some(dir)), false)
-                    }
+                    Err(err) => untrusted(&err)?,
                 }
             }
         };
@@ -69,23 +72,23 @@ impl SearchIndex {
         self
     }
 
-    /// The index at `dir` if the database confirms its stamp, with that
-    /// stamp's payload; its files are checked in the background.
-    fn open_dir(dir: &Path, store: &Arc<Store>, database: &str, head: i64) -> Result<(Self, String)> {
+    /// The index at `dir`, trusted if the database confirms its stamp; its
+    /// files are then checked in the background.
+    fn open_dir(dir: &Path, store: &Arc<Store>, database: &str, head: i64) -> Result<Opened> {
         let (schema, _) = schema::build();
         std::fs::create_dir_all(dir)?;
         let index = Index::open_or_create(MmapDirectory::open(dir)?, schema)?;
         let metas = index.load_metas()?;
-        let untrusted = |why: String| Error::Internal(why);
         let (committed, payload) = match metas.payload {
             // A new index: nothing in it to trust or distrust.
             None if metas.segments.is_empty() => (0, String::new()),
-            None => return Err(untrusted("its commit names no database".into())),
+            None => return Ok(Opened::Untrusted("its commit names no database".into())),
             Some(payload) => {
-                let stamp = Stamp::parse(&payload)
-                    .ok_or_else(|| untrusted(format!("its commit does not name a database ({payload:?})")))?;
+                let Some(stamp) = Stamp::parse(&payload) else {
+                    return Ok(Opened::Untrusted(format!("its commit does not name a database ({payload:?})")));
+                };
                 if let Some(why) = stamp.refuted_by(store, database, head)? {
-                    return Err(untrusted(why));
+                    return Ok(Opened::Untrusted(why));
                 }
                 (stamp.seq, payload)
             }
@@ -96,7 +99,7 @@ impl SearchIndex {
             Health::check(index.clone(), dir.display().to_string())?
         };
         let opened = Self::from_index(index, committed, health, store, database)?;
-        Ok((opened, payload))
+        Ok(Opened::Trusted(opened, payload))
     }
 
     /// A new, empty index at `dir` (whatever was there is deleted) or in RAM.
@@ -181,6 +184,14 @@ impl SearchIndex {
         drop(guard);
         self.catch_up_locked(store)
     }
+}
+
+/// What `open_dir` found.
+enum Opened {
+    /// The index, and its last commit's payload.
+    Trusted(SearchIndex, String),
+    /// Why the index on disk cannot be trusted.
+    Untrusted(String),
 }
 
 /// Deletes whatever is at `dir` and creates an empty index there (or in RAM).
