@@ -384,6 +384,36 @@ def test_distillation_names_import_from_the_top_level() -> None:
         contextforge.distill.NoSuchName  # noqa: B018
 
 
+def test_the_api_reference_covers_the_api() -> None:
+    """docs/api.md names every public method, each of its parameters, every
+    Config field and every name the package exports."""
+    import dataclasses
+    import inspect
+
+    import contextforge
+    from contextforge import Config, ContextForge, ContextForgeSync
+
+    reference = (REPO / "docs" / "api.md").read_text()
+    missing = []
+    for cls in (ContextForge, ContextForgeSync):
+        for name, member in inspect.getmembers(cls):
+            if name.startswith("_") or not callable(member):
+                continue
+            if f"{name}(" not in reference:
+                missing.append(f"{cls.__name__}.{name}")
+            for param in inspect.signature(member).parameters:
+                in_call = re.search(rf"\b{name}\([^)]*\b{param}\b", reference)
+                if param not in ("self", "cls") and not in_call and f"`{param}`" not in reference:
+                    missing.append(f"{cls.__name__}.{name}({param})")
+    for field in dataclasses.fields(Config):
+        if f"| `{field.name}` |" not in reference:
+            missing.append(f"Config.{field.name}")
+    for name in contextforge.__all__:
+        if name not in reference:
+            missing.append(name)
+    assert not missing, f"docs/api.md does not document: {sorted(set(missing))}"
+
+
 def test_importing_the_package_loads_no_model_client() -> None:
     """httpx (for the model client) and numpy (for the embedder) load on first use."""
     code = (
