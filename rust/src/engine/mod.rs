@@ -72,11 +72,12 @@ impl Engine {
             Err(_) if read_only => 0,
             key => key?,
         };
-        let scrubber =
-            Scrubber::new(ScrubOptions { secrets: config.scrub.secrets, pii: config.scrub.pii });
         // A read-only store's index is built in RAM: its directory may not be writable.
         let index_dir = if read_only { None } else { config.resolved_index_dir() };
         let index = Arc::new(SearchIndex::open(index_dir.as_deref(), Arc::clone(&store))?);
+        // Built while the index's files are checked in the background.
+        let scrubber =
+            Scrubber::new(ScrubOptions { secrets: config.scrub.secrets, pii: config.scrub.pii });
         let flusher =
             Flusher::start(Arc::clone(&index), Duration::from_millis(config.flush_ms.max(1)))?;
         let engine = Self {

@@ -54,14 +54,15 @@ impl SearchIndex {
         index.catch_up(&store)?;
         // A commit that half-failed (a full disk) can leave an index whose payload
         // claims changes its segments lack: a count that disagrees means rebuild.
-        let Some(dir) = index.dir.clone().filter(|_| !closed_cleanly) else { return Ok(index) };
+        if index.dir.is_none() || closed_cleanly {
+            return Ok(index);
+        }
         let indexed = index.view.read().searcher.num_docs();
         let stored = u64::try_from(store.count(&ListFilter::default())?).unwrap_or(0);
         if indexed != stored {
             let why = format!("it holds {indexed} of {stored} entries");
             let _order = index.apply_lock.lock();
             index.rebuild_locked(&store, &index.health(), &why)?;
-            log::info!("rebuilt the search index at {}", dir.display());
         }
         Ok(index)
     }
