@@ -94,12 +94,14 @@ impl SearchIndex {
                 (stamp.seq, payload)
             }
         };
-        let health = if metas.segments.is_empty() {
-            Health::sound()
-        } else {
-            Health::check(index.clone(), dir.display().to_string())?
-        };
-        let opened = Self::from_index(index, committed, health, store, database)?;
+        let segments = !metas.segments.is_empty();
+        let checked = index.clone();
+        // Sound until the check starts, which is before anyone else sees it;
+        // started once this process holds the directory's writer lock.
+        let opened = Self::from_index(index, committed, Health::sound(), store, database)?;
+        if segments {
+            *opened.health.write() = Health::check(checked, dir.display().to_string())?;
+        }
         Ok(Opened::Trusted(opened, payload))
     }
 
@@ -108,6 +110,8 @@ impl SearchIndex {
         Self::from_index(fresh(dir)?, 0, Health::sound(), store, database)
     }
 
+    /// `index` with its writer (this process's lock on a directory), reader and
+    /// view, reflecting changes up to `committed`.
     fn from_index(
         index: Index,
         committed: i64,
