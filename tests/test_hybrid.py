@@ -69,8 +69,12 @@ async def test_fusion_combines_both_sides_and_weight_zero_is_bm25_alone() -> Non
     entries = [("deploy notes", DEPLOY), ("deploy notes for the big friday release", PET),
                ("other", [0.8, 0.6, 0.0])]
 
+    # The relevance floor off: at dense_weight 0 the weakest BM25 match scales
+    # to 0 (so "the dense side decides among the weak BM25 matches"), which any
+    # relative floor drops.
     async def order(**config: object) -> list[str]:
-        async with await ContextForge.open(Config(recency_weight=0.0, **config)) as cf:  # type: ignore[arg-type]
+        config = {"recency_weight": 0.0, "min_relative_relevance": 0.0, **config}
+        async with await ContextForge.open(Config(**config)) as cf:  # type: ignore[arg-type]
             for text, vec in entries:
                 await cf.save(text, scope="s", embedding=vec)
             hits = await cf.query("deploy", "s", 1000, embedding=PET)
@@ -240,7 +244,9 @@ async def test_near_duplicates_do_not_fill_the_budget_twice() -> None:
     texts = ["The deploy failed: missing env var", "the deploy failed - missing ENV var!",
              "deploy logs are kept for a week"]
 
+    # The floor off: the third shares only the word every entry has.
     async def contents(**config: object) -> list[str]:
+        config = {"min_relative_relevance": 0.0, **config}
         async with await ContextForge.open(Config(**config)) as cf:  # type: ignore[arg-type]
             await cf.save_many([{"content": t, "scope": "s"} for t in texts])
             return [h.content for h in await cf.query("deploy failed env var", "s", 1000)]

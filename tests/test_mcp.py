@@ -135,7 +135,7 @@ async def test_save_search_get_update_delete(db: Path) -> None:
         assert not found.isError
         block = text(found)
         assert "prefers green tea" in block and "untrusted" in block.lower()
-        assert f"[mem:{saved['id']}]" in block
+        assert f"[mem:{saved['id']} " in block
         data = found.structuredContent
         assert data is not None and data["context"] == block and data["scopes"] == ["user:42"]
         assert [h["id"] for h in data["hits"]] == [saved["id"]]

@@ -280,7 +280,7 @@ async def test_the_immediate_reply_to_a_strong_hit_still_comes() -> None:
 
 async def test_the_floor_is_relative_to_the_best_hit_and_absolute() -> None:
     notes = [
-        "peanuts allergy: peanuts, peanut butter and peanut oil are out, allergy card in the wallet",
+        "peanuts allergy: peanuts, peanut butter and peanut oil are out, allergy card in wallet",
         "the allergy season starts in May with the birch pollen that makes everything harder",
     ]
     q = "peanuts allergy"
@@ -289,7 +289,8 @@ async def test_the_floor_is_relative_to_the_best_hit_and_absolute() -> None:
         async with await ContextForge.open(config) as cf:
             ids = await cf.save_many([{"content": t, "scope": "u"} for t in notes])
             hits = await cf.query(q, "u", explain=True, now=T0)
-            return [int(i) for i in ids], {h.id: h.explain["relevance"] for h in hits if h.explain is not None}
+            parts = {h.id: h.explain["relevance"] for h in hits if h.explain is not None}
+            return [int(i) for i in ids], parts
 
     ids, relevance = await found(Config(min_relative_relevance=0.0))
     strong, weak = relevance[ids[0]], relevance[ids[1]]
@@ -319,7 +320,8 @@ async def test_explain_separates_content_bm25_from_context_bm25() -> None:
             {"content": t, "scope": "u", "session_id": "s", "timestamp": T0 + timedelta(minutes=i)}
             for i, t in enumerate(turns)
         ])
-        hits = {h.id: h.explain for h in await cf.query("peanuts allergy", "u", explain=True, now=T0)}
+        found = await cf.query("peanuts allergy", "u", explain=True, now=T0)
+        hits = {h.id: h.explain for h in found}
     real, filler = hits[ids[0]], hits[ids[1]]
     assert real is not None and filler is not None
     # The real turn matches in its content and has no previous turn.
@@ -335,4 +337,5 @@ async def test_explain_separates_content_bm25_from_context_bm25() -> None:
         ])
         for h in await cf.query("peanuts allergy", "u", explain=True, now=T0):
             assert h.explain is not None
-            assert h.explain["bm25"] + h.explain["bm25_context"] == pytest.approx(h.explain["relevance"], rel=1e-5)
+            parts = h.explain
+            assert parts["bm25"] + parts["bm25_context"] == pytest.approx(parts["relevance"], rel=1e-5)

@@ -60,6 +60,23 @@ class Config:
             from the turn that matches the question best, and that match lifts
             its session. Entries without a session are not boosted. ``0`` turns
             it off; at most ``10``.
+        min_relevance: The relevance floor's absolute part: a hit whose own
+            relevance is below this is left out (``0``, the default, sets no
+            absolute floor). A hit's own relevance is its relevance as ranked
+            (``hit.explain["relevance"]``) when its content or date holds a word
+            of the query (function words count only in a query made of them),
+            and otherwise only what its embedding scored: 0 in a lexical query.
+            So a "Noted!" or "ok" that the context, reply and session boosts
+            lifted on the words of the turns around it is left out, and the
+            budget goes to the next hit, unless it is the immediate reply to a
+            hit that clears the floor ("yes" or "hunter2" answer the turn before
+            them). In BM25 units in a lexical query, fused ones in a hybrid query.
+        min_relative_relevance: The relevance floor's relative part: a hit's own
+            relevance must reach this share of the best candidate's, from ``0``
+            to ``1``. ``0.1`` by default: low enough that a query about two
+            things keeps the weaker thing's matches; ``0`` with
+            ``min_relevance=0`` turns the floor off and returns every candidate
+            that fits.
         embedder: Turns texts into vectors for hybrid retrieval: a sync or async
             callable taking a list of str and returning an ``(n, d)`` array, such
             as :class:`contextforge.embedders.LocalEmbedder` (all-MiniLM-L6-v2,
@@ -110,6 +127,18 @@ class Config:
             write raises ``StorageError``, and the search index is built in RAM
             (its directory may not be writable). A file this process may not
             write is opened read-only without being asked.
+
+    What the ranking defaults were tuned for: ``stopword_weight``,
+    ``context_weight``, ``date_weight``, ``reply_weight``, ``session_weight``,
+    ``dense_weight`` and the recency settings were chosen on the LoCoMo dev set
+    (``benchmarks/eval_locomo.py``): questions about long two-person chats, one
+    entry per turn, scored by whether the turns holding the answer come back.
+    The boosts favour turns near a strong match, which helps there and can lift
+    unrelated filler turns of the same session in other applications; the
+    relevance floor (``min_relevance``, ``min_relative_relevance``) keeps those
+    out; LoCoMo dev recall is the same with it as without it for any relative
+    floor up to ``0.3``. For notes that stand alone rather than chat turns,
+    consider ``context_weight=0`` and ``session_weight=0``.
     """
 
     path: str = ":memory:"
@@ -124,7 +153,7 @@ class Config:
     reply_weight: float = 0.2
     session_weight: float = 0.5
     min_relevance: float = 0.0
-    min_relative_relevance: float = 0.2
+    min_relative_relevance: float = 0.1
     embedder: Embedder | None = field(default=None, compare=False)
     embed_batch_size: int = 64
     fusion: Literal["weighted", "rrf"] = "weighted"

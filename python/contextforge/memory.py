@@ -395,8 +395,8 @@ class ContextForge:
         of the entry's session and its date as words), weighted by recency; the best entries are
         taken in rank order, skipping any that no longer fit, until the budget is
         spent. Hits not relevant enough of their own are left out (see
-        ``Config.min_relative_relevance``). The query text is plain words: operators, quotes and field syntax
-        have no special meaning. In a store of at least 10,000 entries, a word
+        ``Config.min_relevance``). The query text is plain words: operators,
+        quotes and field syntax have no special meaning. In a store of at least 10,000 entries, a word
         found in a fifth of them or more scores only entries that match one of
         the query's rarer words.
 

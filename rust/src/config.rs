@@ -83,6 +83,13 @@ pub struct Retrieval {
     /// Each candidate with a session gains this times the best relevance (before
     /// replies lend) among the candidates of its scope and session.
     pub session_weight: f32,
+    /// The relevance floor (`rank::Floor`): a hit's own relevance (its
+    /// relevance as ranked when its content or date holds a word of the query,
+    /// else only what its vector scored) must reach `min_relevance`, and
+    /// `min_relative_relevance` times the best candidate's; the immediate reply
+    /// to a hit that clears it comes through too. 0 and 0 turn it off.
+    pub min_relevance: f32,
+    pub min_relative_relevance: f32,
 }
 
 impl Default for Retrieval {
@@ -93,6 +100,8 @@ impl Default for Retrieval {
             date_weight: 0.8,
             reply_weight: 0.2,
             session_weight: 0.5,
+            min_relevance: 0.0,
+            min_relative_relevance: 0.1,
         }
     }
 }
@@ -298,6 +307,13 @@ impl Config {
             if !(w.is_finite() && (0.0..=10.0).contains(&w)) {
                 return Err(Error::invalid(format!("{name} must be a number between 0 and 10")));
             }
+        }
+        if !(self.retrieval.min_relevance.is_finite() && self.retrieval.min_relevance >= 0.0) {
+            return Err(Error::invalid("min_relevance must be a finite number >= 0"));
+        }
+        let share = self.retrieval.min_relative_relevance;
+        if !(share.is_finite() && (0.0..=1.0).contains(&share)) {
+            return Err(Error::invalid("min_relative_relevance must be a number between 0 and 1"));
         }
         if !(self.recency.weight.is_finite() && self.recency.weight >= 0.0) {
             return Err(Error::invalid("recency weight must be a finite number >= 0"));

@@ -199,9 +199,13 @@ pub struct Hit {
 pub struct Explain {
     /// BM25 alone, or fused with the dense similarity in a hybrid query.
     pub relevance: f32,
-    /// BM25 over the entry's fields, with statistics of the whole store; 0 when
-    /// only the dense side found the entry.
+    /// BM25 over the entry's content alone, with statistics of the whole
+    /// store; 0 when no query word is in it.
     pub bm25: f32,
+    /// What the other fields add to `bm25` as ranked: the previous turns of the
+    /// entry's session (at `context_weight`) and its date as words (at
+    /// `date_weight`). Both are 0 when only the dense side found the entry.
+    pub bm25_context: f32,
     /// Cosine similarity of the entry's embedding to the query's, in a hybrid
     /// query, when the entry has one.
     pub dense: Option<f32>,

@@ -22,14 +22,16 @@ pub fn pack(candidates: &[Candidate], budget: u64) -> Vec<Candidate> {
 }
 
 /// Packing when some candidates may be turned down only once their content is
-/// known (a flagged hit, an entry deleted since the index looked). Fetches the
-/// greedy packing of what is still undecided, drops what `keep` refuses (it is
-/// asked in rank order within each round, and may remember what it accepted), and
-/// repacks with the freed budget until nothing more is refused. Returns the kept
-/// items in rank order, within `budget`.
+/// known (a flagged hit, an entry deleted since the index looked, one below the
+/// relevance floor). Fetches the greedy packing of what is still undecided, at
+/// most `limit` items in all, drops what `keep` refuses (it is asked in rank
+/// order within each round, and may remember what it accepted), and repacks
+/// with the freed budget until nothing more is refused. Returns the kept items
+/// in rank order, within `budget` and `limit`.
 pub fn pack_checked<T>(
     candidates: &[Candidate],
     budget: u64,
+    limit: usize,
     mut fetch: impl FnMut(&[i64]) -> Result<Vec<Option<T>>>,
     mut keep: impl FnMut(&T) -> bool,
 ) -> Result<Vec<(Candidate, T)>> {
@@ -48,6 +50,7 @@ pub fn pack_checked<T>(
                 }
                 fits
             })
+            .take(limit.saturating_sub(taken.len()))
             .collect();
         if window.is_empty() {
             break;
@@ -117,10 +120,22 @@ mod tests {
     #[test]
     fn refused_candidates_free_their_budget() {
         let cands = [cand(0, 60), cand(1, 50), cand(2, 30)];
-        let packed = pack_checked(&cands, 100, |ids| Ok(ids.iter().map(|&id| Some(id)).collect()), |&id| id != 0)
-            .unwrap();
+        let all = |ids: &[i64]| Ok(ids.iter().map(|&id| Some(id)).collect());
+        let packed = pack_checked(&cands, 100, usize::MAX, all, |&id| id != 0).unwrap();
         let ids: Vec<i64> = packed.iter().map(|(c, _)| c.id).collect();
         assert_eq!(ids, vec![1, 2]);
+    }
+
+    #[test]
+    fn a_limit_caps_the_kept_items_and_refused_ones_do_not_count() {
+        let cands: Vec<Candidate> = (0..6).map(|i| cand(i, 10)).collect();
+        let all = |ids: &[i64]| Ok(ids.iter().map(|&id| Some(id)).collect());
+        let ids = |packed: Vec<(Candidate, i64)>| packed.iter().map(|(c, _)| c.id).collect::<Vec<_>>();
+        assert_eq!(ids(pack_checked(&cands, 1000, 2, all, |_| true).unwrap()), vec![0, 1]);
+        assert_eq!(ids(pack_checked(&cands, 1000, 3, all, |&id| id % 2 == 1).unwrap()), vec![1, 3, 5]);
+        assert_eq!(ids(pack_checked(&cands, 1000, 0, all, |_| true).unwrap()), Vec::<i64>::new());
+        // The budget still binds first.
+        assert_eq!(ids(pack_checked(&cands, 25, 5, all, |_| true).unwrap()), vec![0, 1]);
     }
 
     proptest! {
@@ -135,6 +150,7 @@ mod tests {
             let packed = pack_checked(
                 &cands,
                 budget,
+                usize::MAX,
                 |ids| Ok(ids.iter().map(|&id| Some(id)).collect()),
                 |&id| !refused[id as usize],
             ).unwrap();

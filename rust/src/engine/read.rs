@@ -1,5 +1,6 @@
 //! query, get, list, count and scopes.
 
+use super::admit::Admit;
 use super::Engine;
 use std::collections::HashMap;
 use std::time::Instant;
@@ -8,10 +9,14 @@ use crate::entry::{validate_label, validate_timestamp, Entry, Explain, Hit, Micr
 use crate::error::{Error, Result};
 use crate::index::schema::scope_key;
 use crate::index::tail::recency_boost;
+use crate::config::Retrieval;
 use crate::index::{Candidate, SearchRequest};
-use crate::rank::{boost_sessions, fuse, jaccard, lend_to_previous, session_best, word_set, Duplicates, Ranked};
+use crate::rank::{
+    boost_sessions, fuse, jaccard, lend_to_previous, session_best, word_set, Duplicates, Floor, Judge, QueryWords,
+    Ranked,
+};
 use crate::pack::pack_checked;
-use crate::render::{render, Context, Order};
+use crate::render::{render, Context, Known, Order};
 use crate::store::{now_micros, ListFilter};
 
 const MICROS_PER_DAY: f64 = 86_400_000_000.0;
@@ -27,6 +32,8 @@ pub struct Query {
     /// in the list stands for global entries.
     pub scopes: Option<Vec<Option<String>>>,
     pub budget: u64,
+    /// At most this many hits, beside the budget; `None` for no such cap.
+    pub limit: Option<usize>,
     /// The clock for recency; defaults to now.
     pub now: Option<Micros>,
     /// Ranked candidates to consider before packing; defaults to the config's.
@@ -99,6 +106,9 @@ impl Query {
                 validate_timestamp(name, ts)?;
             }
         }
+        if self.limit == Some(0) {
+            return Err(Error::invalid("limit must be at least 1"));
+        }
         if self.depth.is_some_and(|d| d == 0 || d > MAX_DEPTH) {
             return Err(Error::invalid(format!("depth must be between 1 and {MAX_DEPTH}")));
         }
@@ -152,8 +162,11 @@ impl Engine {
         let since = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
         let synced = Instant::now();
         let now = query.now.unwrap_or_else(now_micros);
+        let metadata = metadata_filter(query.metadata.as_deref())?;
+        // Alive at the query's clock, as the index judges it.
+        let admit = Admit::new(query, metadata.clone(), now);
         let request = SearchRequest {
-            metadata: metadata_filter(query.metadata.as_deref())?,
+            metadata,
             text: query.text.clone(),
             scopes: query.scopes.as_ref().map(|scopes| {
                 scopes.iter().map(|s| scope_key(s.as_deref()).to_owned()).collect()
@@ -185,37 +198,52 @@ impl Engine {
             })
             .collect();
         let mut duplicates = Duplicates::new(self.config.mmr.duplicate_similarity);
+        let retrieval = self.config.retrieval;
+        let floor = Floor { absolute: retrieval.min_relevance, relative: retrieval.min_relative_relevance };
+        let mut judge = (!floor.is_off())
+            .then(|| Judge::new(floor, QueryWords::new(&query.text, retrieval.stopword_weight), &ranked));
         // An entry deleted by another process since the index last looked comes
         // back as `None` and is refused like a flagged one: its budget is reused.
+        // So is one below the relevance floor.
         let packed = pack_checked(
             &candidates,
             query.budget,
+            query.limit.unwrap_or(usize::MAX),
             |ids| {
                 let missing: Vec<i64> = ids.iter().copied().filter(|id| !prefetched.contains_key(id)).collect();
                 let mut fetched = self.store.fetch(&missing)?.into_iter();
-                Ok(ids
+                let entries: Vec<Option<Entry>> = ids
                     .iter()
                     .map(|id| match prefetched.remove(id) {
                         Some(entry) => Some(entry),
                         None => fetched.next().flatten(),
                     })
-                    .map(|e| e.map(|e| Hit::new(e, 0.0)))
-                    .collect())
+                    .collect();
+                let relevant = match judge.as_mut() {
+                    Some(judge) => judge.admit(&entries, |prevs| self.entries(prevs, &prefetched))?,
+                    None => vec![true; entries.len()],
+                };
+                Ok(entries.into_iter().zip(relevant).map(|(e, ok)| e.map(|e| (Hit::new(e, 0.0), ok))).collect())
             },
-            |hit| {
-                !(drop_flagged && !hit.risks.is_empty())
+            |(hit, relevant)| {
+                *relevant
+                    && admit.check(&hit.entry)
+                    && !(drop_flagged && !hit.risks.is_empty())
                     && duplicates.admit(|| self.index.vector(hit.entry.id), &hit.entry.content)
             },
         )?;
         self.note_returned(packed.iter().map(|(c, _)| c.id), now_micros());
+        let content_bm25 = if query.explain { self.content_bm25(&request)? } else { HashMap::new() };
         let hits = packed
             .into_iter()
-            .map(|(c, hit)| {
+            .map(|(c, (hit, _))| {
                 let explain = query.explain.then(|| {
                     let (r, diversity) = ordered.iter().find(|(r, _)| r.id == c.id).copied().unwrap_or_default();
+                    let content = content_bm25.get(&c.id).copied().unwrap_or(0.0).min(r.bm25);
                     Explain {
                         relevance: r.relevance(),
-                        bm25: r.bm25,
+                        bm25: content,
+                        bm25_context: r.bm25 - content,
                         dense: r.dense,
                         diversity,
                         recency: r.recency,
@@ -232,6 +260,25 @@ impl Engine {
             total_us: since(started),
         };
         Ok((hits, timings))
+    }
+
+    /// Entries by id, from `cached` where it holds them, else from the store.
+    fn entries(&self, ids: &[i64], cached: &HashMap<i64, Entry>) -> Result<Vec<Option<Entry>>> {
+        let missing: Vec<i64> = ids.iter().copied().filter(|id| !cached.contains_key(id)).collect();
+        let mut fetched = self.store.fetch(&missing)?.into_iter();
+        Ok(ids.iter().map(|id| cached.get(id).cloned().or_else(|| fetched.next().flatten())).collect())
+    }
+
+    /// For `explain`: BM25 over the content field alone, by id, for the
+    /// candidates of `request` (a second search that weighs the previous turns
+    /// and the date at 0, as deep as a query may go).
+    fn content_bm25(&self, request: &SearchRequest) -> Result<HashMap<i64, f32>> {
+        let content_only = SearchRequest {
+            depth: MAX_DEPTH,
+            retrieval: Retrieval { context_weight: 0.0, date_weight: 0.0, ..request.retrieval },
+            ..request.clone()
+        };
+        Ok(self.index.search(&content_only)?.iter().map(|c| (c.id, c.score / c.recency)).collect())
     }
 
     /// BM25 candidates, fused with dense neighbours when the query carries an
@@ -304,14 +351,14 @@ impl Engine {
     /// `query.budget` tokens.
     pub fn context(&self, query: &Query, order: Order) -> Result<Context> {
         let hits = self.query(query)?;
-        render(hits, order, query.budget, &self.tokens)
+        Ok(render(hits, order, query.budget, &self.tokens, self.fence_key, known(query)))
     }
 
     /// `context` for a caller that must not wait: `None` when
     /// `try_query_timed` would say so.
     pub fn try_context(&self, query: &Query, order: Order) -> Result<Option<Context>> {
         let Some((hits, _)) = self.try_query_timed(query)? else { return Ok(None) };
-        render(hits, order, query.budget, &self.tokens).map(Some)
+        Ok(Some(render(hits, order, query.budget, &self.tokens, self.fence_key, known(query))))
     }
 
     /// Entries by id, in the order asked; `None` for ids that do not exist.
@@ -345,10 +392,24 @@ impl Engine {
         self.store.count(&ListFilter { alive_at: Some(now_micros()), ..filter.clone() })
     }
 
-    /// Every scope with its number of entries; `None` is the global scope.
+    /// Every scope with its number of live entries; `None` is the global scope.
     pub fn scopes(&self) -> Result<Vec<(Option<String>, i64)>> {
         self.check_open()?;
-        self.store.scopes()
+        self.store.scopes(now_micros())
+    }
+}
+
+/// What a query tells the reader of its block: its one scope and one kind.
+fn known(query: &Query) -> Known<'_> {
+    Known {
+        scope: match query.scopes.as_deref() {
+            Some([scope]) => Some(scope.as_deref()),
+            _ => None,
+        },
+        kind: match query.kinds.as_deref() {
+            Some([kind]) => Some(kind.as_str()),
+            _ => None,
+        },
     }
 }
 

@@ -143,6 +143,7 @@ impl Hit {
         let d = PyDict::new(py);
         d.set_item("relevance", e.relevance)?;
         d.set_item("bm25", e.bm25)?;
+        d.set_item("bm25_context", e.bm25_context)?;
         if let Some(dense) = e.dense {
             d.set_item("dense", dense)?;
         }

@@ -22,6 +22,9 @@ pub struct Ranked {
     pub prev: i64,
     /// `schema::session_key` of the entry's scope and session, 0 for none.
     pub session: u64,
+    /// The part of the relevance (before replies and sessions lend) that the
+    /// dense side gave: 0 in a lexical query.
+    pub dense_share: f32,
 }
 
 impl Ranked {
@@ -40,6 +43,7 @@ impl Ranked {
             dense: None,
             prev: c.prev,
             session: c.session,
+            dense_share: 0.0,
         }
     }
 }
@@ -78,9 +82,11 @@ pub fn fuse(
             dense: Some(n.cosine),
             prev: 0,
             session: n.session,
+            dense_share: 0.0,
         });
     }
-    let relevance: HashMap<i64, f32> = match hybrid.fusion {
+    // (relevance, its dense share) by id.
+    let relevance: HashMap<i64, (f32, f32)> = match hybrid.fusion {
         Fusion::Weighted => {
             let (low, high) = lexical
                 .iter()
@@ -93,27 +99,32 @@ pub fn fuse(
                         _ if high <= low => 1.0,
                         x => (x - low) / (high - low),
                     };
-                    let cosine = r.dense.unwrap_or(0.0).max(0.0);
-                    (r.id, (1.0 - w) * bm25 + w * cosine)
+                    let cosine = w * r.dense.unwrap_or(0.0).max(0.0);
+                    (r.id, ((1.0 - w) * bm25 + cosine, cosine))
                 })
                 .collect()
         }
         Fusion::Rrf => {
-            let mut fused: HashMap<i64, f32> = HashMap::with_capacity(out.len());
+            let mut fused: HashMap<i64, (f32, f32)> = HashMap::with_capacity(out.len());
             let mut by_bm25: Vec<&Ranked> = out.values().filter(|r| r.bm25 > 0.0).collect();
             by_bm25.sort_by(|a, b| b.bm25.total_cmp(&a.bm25).then(b.id.cmp(&a.id)));
             for (rank, r) in by_bm25.into_iter().enumerate() {
-                *fused.entry(r.id).or_default() += (1.0 - w) / (hybrid.rrf_k + 1.0 + rank as f32);
+                fused.entry(r.id).or_default().0 += (1.0 - w) / (hybrid.rrf_k + 1.0 + rank as f32);
             }
             for (rank, n) in dense.iter().enumerate() {
-                *fused.entry(n.id).or_default() += w / (hybrid.rrf_k + 1.0 + rank as f32);
+                let share = w / (hybrid.rrf_k + 1.0 + rank as f32);
+                let f = fused.entry(n.id).or_default();
+                *f = (f.0 + share, f.1 + share);
             }
-            out.keys().map(|id| (*id, fused.get(id).copied().unwrap_or(0.0))).collect()
+            out.keys().map(|id| (*id, fused.get(id).copied().unwrap_or_default())).collect()
         }
     };
     let mut ranked: Vec<Ranked> = out
         .into_values()
-        .map(|r| Ranked { score: relevance[&r.id] * r.recency, ..r })
+        .map(|r| {
+            let (relevance, dense_share) = relevance[&r.id];
+            Ranked { score: relevance * r.recency, dense_share, ..r }
+        })
         // A BM25 match stays while BM25 counts at all, even the weakest (0 after
         // min-max scaling): `dense_weight` 0 is BM25 alone, 1 dense alone.
         .filter(|r| r.score > 0.0 || (w < 1.0 && r.bm25 > 0.0))
@@ -148,6 +159,9 @@ mod tests {
         // 2: 0.5*0.5 + 0.5*0.8 = 0.65; 1: 0.5*1 + 0 = 0.5; 3: 0.45; 4: 0, kept.
         assert_eq!(ids(&r), vec![2, 1, 3, 4]);
         assert!((r[0].relevance() - 0.65).abs() < 1e-6);
+        // What the dense side gave is kept apart: 2's cosine share, 3's all.
+        assert!((r[0].dense_share - 0.4).abs() < 1e-6);
+        assert!((r[2].relevance() - r[2].dense_share).abs() < 1e-9 && r[1].dense_share == 0.0);
         assert_eq!(r[1].dense, Some(0.0));
         assert_eq!(r[2].bm25, 0.0);
         assert_eq!((r[3].score, r[3].bm25), (0.0, 8.0));
@@ -211,5 +225,8 @@ mod tests {
         let three = r.iter().find(|r| r.id == 3).unwrap();
         assert_eq!(three.recency, 2.0);
         assert!((three.score - 2.0 * 0.5 / 62.0).abs() < 1e-6);
+        assert!((three.relevance() - three.dense_share).abs() < 1e-9);
+        let two = r.iter().find(|r| r.id == 2).unwrap();
+        assert!((two.dense_share - 0.5 / 61.0).abs() < 1e-9 && two.relevance() > two.dense_share);
     }
 }

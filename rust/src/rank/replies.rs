@@ -32,7 +32,7 @@ mod tests {
     use super::*;
 
     fn turn(id: i64, relevance: f32, prev: i64) -> Ranked {
-        Ranked { id, score: relevance * 2.0, tokens: 1, recency: 2.0, bm25: relevance, dense: None, prev, session: 0 }
+        Ranked { id, score: relevance * 2.0, tokens: 1, recency: 2.0, bm25: relevance, prev, ..Ranked::default() }
     }
 
     #[test]
