@@ -469,16 +469,17 @@ async def bulk_store(path: str) -> dict[str, dict[str | None, list[int]]]:
     """``seeded_store``'s words over 3,000 entries saved in one call: segments
     large enough to damage inside their files."""
     expected: dict[str, dict[str | None, list[int]]] = {w: {} for w in WORDS}
-    items = []
+    entries: list[tuple[list[str], str | None]] = []
     for i in range(3000):
         words = [w for j, w in enumerate(WORDS) if (i >> j) & 1] or ["plain"]
-        items.append({"content": f"rec{i} " + " ".join(words), "scope": SCOPES[i % 3] if i % 7 else None})
+        entries.append((words, SCOPES[i % 3] if i % 7 else None))
+    items = [{"content": f"rec{i} " + " ".join(words), "scope": scope} for i, (words, scope) in enumerate(entries)]
     async with await ContextForge.open(path) as cf:
         saved = await cf.save_many(items)
-    for item, one in zip(items, saved):
-        for w in item["content"].split()[1:]:
+    for (words, scope), one in zip(entries, saved):
+        for w in words:
             if w in expected:
-                expected[w].setdefault(item["scope"], []).append(one.id)
+                expected[w].setdefault(scope, []).append(one.id)
     return expected
 
 
