@@ -16,7 +16,9 @@ use regex::Captures;
 
 const PW_LABEL: &str = "password_assignment";
 const SECRET_LABEL: &str = "secret_assignment";
-const NAME_WORDS: &[&str] = &["pass", "pw", "secret", "token", "key", "auth", "cred"];
+/// Environment names are upper case, so their keywords are too (and chat text full
+/// of "pass" and "key" never runs the rule).
+const ENV_WORDS: &[&str] = &["PASS", "PW", "SECRET", "TOKEN", "KEY", "AUTH", "CRED"];
 
 pub(crate) const RULES: &[Rule] = &[
     // `docker run -e NAME=v`, `NAME=v command`, `- NAME=v` (compose), `env NAME=v`:
@@ -26,7 +28,7 @@ pub(crate) const RULES: &[Rule] = &[
         ASSIGNMENT + 1,
         r#"(?:^|[\s;&|(`"'])(?:-e[ \t]+|--env[ \t=]+|-[ \t]+)?(?P<name>[A-Z][A-Z0-9_]{0,60})=(?:"(?P<s1>[^"\r\n]+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^\s"'`;&|)]+))"#,
     )
-    .keywords(NAME_WORDS)
+    .exact(ENV_WORDS)
     .check(env_inline)
     .relabel(),
     // `<password>v</password>`, `<apiKey>v</apiKey>`. The regex crate has no
@@ -36,7 +38,8 @@ pub(crate) const RULES: &[Rule] = &[
         ASSIGNMENT + 1,
         r"<(?P<name>[A-Za-z_][A-Za-z0-9_.:\-]{0,60})>[ \t]*(?P<s1>[^<>\s]{1,256})[ \t]*</(?P<close>[A-Za-z_][A-Za-z0-9_.:\-]{0,60})>",
     )
-    .keywords(NAME_WORDS)
+    // Every element has a closing tag: a cheaper gate than the name words.
+    .exact(&["</"])
     .check(xml_element)
     .relabel(),
     Rule::secret(

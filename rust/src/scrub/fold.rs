@@ -8,6 +8,7 @@
 //!
 //! Plain ASCII without `%` (most text) has no view: it is matched as it is.
 
+use std::sync::OnceLock;
 use unicode_normalization::char::decompose_compatible;
 
 /// A folded text and the way back to the original's offsets.
@@ -40,6 +41,12 @@ pub(crate) fn fold(text: &str) -> Option<Folded> {
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
+        // Runs of plain ASCII are copied as they are: skip to the next byte that
+        // may change.
+        match next_special(bytes, i) {
+            Some(at) => i = at,
+            None => break,
+        }
         let b = bytes[i];
         let (unit_len, replaced) = if b == b'%' {
             match percent_unreserved(bytes, i) {
@@ -93,13 +100,37 @@ pub(crate) fn fold(text: &str) -> Option<Folded> {
     })
 }
 
+/// The offset of the first byte at or after `from` that is non-ASCII or `%`: eight
+/// bytes at a time, since most of most texts is plain ASCII.
+fn next_special(bytes: &[u8], from: usize) -> Option<usize> {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const PERCENT: u64 = 0x2525_2525_2525_2525;
+    let mut i = from;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        // A byte equal to `%` is a zero byte of `word ^ PERCENT`.
+        let x = word ^ PERCENT;
+        if (word | (x.wrapping_sub(ONES) & !x)) & HIGH != 0 {
+            break;
+        }
+        i += 8;
+    }
+    bytes[i..]
+        .iter()
+        .position(|&b| b >= 0x80 || b == b'%')
+        .map(|n| i + n)
+}
+
 /// Whether `c` changes in the view; if so its replacement is left in `out`.
 fn fold_char(c: char, out: &mut String) -> bool {
+    out.clear();
     if is_invisible(c) {
-        out.clear();
         return true;
     }
-    out.clear();
+    if !folds_to_ascii(c) {
+        return false;
+    }
     let mut ascii = true;
     decompose_compatible(c, |d| {
         ascii &= d.is_ascii();
@@ -108,6 +139,34 @@ fn fold_char(c: char, out: &mut String) -> bool {
     // Only folds that end in ASCII matter (secrets are ASCII), and keeping every
     // other character as it is keeps the view of ordinary prose identical.
     ascii && !out.is_empty()
+}
+
+/// Whether the compatibility decomposition of `c` is ASCII: one bit per character
+/// of the first two planes (16 KiB), computed once, so ordinary non-ASCII text
+/// (accents, curly quotes, CJK, emoji) costs a bit test per character instead of
+/// a decomposition.
+fn folds_to_ascii(c: char) -> bool {
+    const PLANES: usize = 0x2_0000;
+    static TABLE: OnceLock<Vec<u64>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut bits = vec![0u64; PLANES / 64];
+        for code in 0x80..PLANES as u32 {
+            let Some(c) = char::from_u32(code) else {
+                continue;
+            };
+            let (mut ascii, mut same) = (true, true);
+            decompose_compatible(c, |d| {
+                ascii &= d.is_ascii();
+                same &= d == c;
+            });
+            if ascii && !same {
+                bits[code as usize / 64] |= 1 << (code % 64);
+            }
+        }
+        bits
+    });
+    let code = c as usize;
+    code < PLANES && table[code / 64] & (1 << (code % 64)) != 0
 }
 
 /// Characters that render as nothing and can hide inside a token.
@@ -193,6 +252,24 @@ mod tests {
         assert!(fold("plain ascii, 100 percent").is_none());
         assert!(fold("Schlüssel — “quoted” 日本語 😀").is_none());
         assert!(fold("50% off, a%20b, %2F stays").is_none());
+    }
+
+    #[test]
+    fn special_bytes_are_found_at_any_alignment() {
+        for len in 0..40 {
+            for at in 0..len {
+                for special in [b'%', 0xC3] {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = special;
+                    for from in 0..=at {
+                        assert_eq!(next_special(&bytes, from), Some(at), "{len} {at} {from}");
+                    }
+                    assert_eq!(next_special(&bytes, at + 1), None);
+                }
+            }
+        }
+        // Bytes next to `%` in value (`$`, `&`) are not mistaken for it.
+        assert_eq!(next_special(b"$$$$&&&&$&$&$&$&", 0), None);
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub(crate) const RULES: &[Rule] = &[
         ASSIGNMENT,
         r#"(?i)\b(?:log[ \-]?in|sign[ \-]?in|logon|credentials?|creds)\b[^\r\n]{0,24}?[ \t:](?P<user>[A-Za-z0-9_.@+\-]{1,64})(?:[ \t]*/[ \t]*|:)(?P<s1>[^\s"'`/][^\s"'`]{3,127})"#,
     )
-    .keywords(&["login", "log in", "log-in", "signin", "sign in", "sign-in", "logon", "cred"])
+    .keywords(&["login", "log in", "log-in", "signin", "sign in", "sign-in", "logon", "credential", "creds"])
     .check(user_and_password),
 ];
 
