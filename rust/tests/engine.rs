@@ -60,6 +60,13 @@ fn a_missing_or_garbage_index_is_rebuilt() {
     assert_eq!(query(&engine, "signing keys", Some("ops")), vec![id]);
 }
 
+/// `config` without the relevance floor, for tests of which entries match.
+fn no_floor(mut config: Config) -> Config {
+    config.retrieval.min_relevance = 0.0;
+    config.retrieval.min_relative_relevance = 0.0;
+    config
+}
+
 fn keep_duplicates(config: Config) -> Config {
     Config { mmr: _core::config::Mmr { duplicate_similarity: 1.5, ..config.mmr }, ..config }
 }
@@ -209,7 +216,8 @@ fn kept_statements_never_hold_an_old_snapshot() {
 
 #[test]
 fn a_common_word_matches_only_beside_a_rarer_one_in_a_large_store() {
-    let engine = Engine::open(Config::default()).unwrap();
+    // Which entries match at all, not how strongly: no relevance floor.
+    let engine = Engine::open(no_floor(Config::default())).unwrap();
     let sorted = |mut ids: Vec<i64>| {
         ids.sort_unstable();
         ids
@@ -327,7 +335,7 @@ fn a_shallower_query_returns_the_head_of_a_deeper_one() {
     let mut config = file_config(&dir);
     config.flush_ms = 3_600_000;
     config.mmr.duplicate_similarity = 2.0; // identical texts stay, and tie
-    let engine = Engine::open(config).unwrap();
+    let engine = Engine::open(no_floor(config)).unwrap();
     let texts = ["alpha", "alpha beta", "alpha beta gamma", "beta alpha alpha"];
     let entries: Vec<NewEntry> = (0..400_i64)
         .map(|i| {
@@ -595,7 +603,7 @@ fn an_index_of_an_older_schema_is_rebuilt() {
     let mut config = file_config(&dir);
     config.retrieval.context_weight = 0.0;
     config.retrieval.reply_weight = 0.0;
-    let engine = Engine::open(config).unwrap();
+    let engine = Engine::open(no_floor(config)).unwrap();
     let ids = query(&engine, "kitten adoption", Some("p"));
     assert_eq!(ids.len(), 3);
     let at = |id| ids.iter().position(|&x| x == id).unwrap();
