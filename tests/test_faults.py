@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from contextforge import Config, ContextForge, ContextForgeError, StorageError
+from contextforge import ALL_SCOPES, Config, ContextForge, ContextForgeError, StorageError
 
 SCOPES = ("s0", "s1", "s2")
 BIG = 10**9
@@ -154,7 +154,7 @@ def run_writer(
 
 
 async def marker_ids(cf: ContextForge, n: int) -> list[int]:
-    return sorted(h.id for h in await cf.query(f"opmark{n}", None, BIG, depth=10_000))
+    return sorted(h.id for h in await cf.query(f"opmark{n}", ALL_SCOPES, BIG, depth=10_000))
 
 
 async def probe(cf: ContextForge) -> dict[str, list[int]]:
@@ -332,7 +332,7 @@ DAMAGE = [
 async def assert_answers(cf: ContextForge, expected: dict[str, dict[str | None, list[int]]]) -> None:
     for word, by_scope in expected.items():
         everything = sorted(i for ids in by_scope.values() for i in ids)
-        assert sorted(h.id for h in await cf.query(word, None, BIG, depth=10_000)) == everything
+        assert sorted(h.id for h in await cf.query(word, ALL_SCOPES, BIG, depth=10_000)) == everything
         for scope in (*SCOPES, None):
             hits = await cf.query(word, [scope], BIG, depth=10_000)
             assert sorted(h.id for h in hits) == sorted(by_scope.get(scope, [])), (word, scope)

@@ -103,6 +103,12 @@ impl Engine {
         &self.config
     }
 
+    /// Whether saves scrub personal data: the config's setting, or the
+    /// store's when the config takes it from there.
+    pub fn scrubs_pii(&self) -> bool {
+        self.config.scrub.pii
+    }
+
     /// What the store scrubbed before this open that this one does not.
     pub fn scrub_dropped(&self) -> &[String] {
         &self.scrub_dropped
