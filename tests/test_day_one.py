@@ -56,9 +56,12 @@ async def test_update_sets_and_clears_expiry_and_records_when(mem: ContextForge)
     saved = await mem.save("rotating note", scope="s")
     first = await mem.get(saved)
     assert first is not None and first.updated_at is None
+    before = datetime.now(timezone.utc)
     hit = await mem.update(saved, ttl=3600)
+    after = datetime.now(timezone.utc)
     assert hit.expires_at is not None and hit.updated_at is not None
-    assert timedelta(minutes=59) < hit.expires_at - NOW < timedelta(minutes=61)
+    assert before + timedelta(hours=1) <= hit.expires_at <= after + timedelta(hours=1)
+    assert before <= hit.updated_at <= after
     permanent = await mem.update(saved, expires_at=None)
     assert permanent.expires_at is None
     gone = await mem.update(saved, expires_at=NOW - timedelta(seconds=1))

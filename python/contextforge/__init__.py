@@ -5,6 +5,7 @@
         hits = await cf.query("deploy failure", "project:demo", 2048)
 """
 
+import logging
 from typing import TYPE_CHECKING
 
 from ._convert import Timestamp
@@ -31,6 +32,9 @@ from .memory import ContextForge, verify_citations
 from .saved import Saved
 from .scope import ALL_SCOPES, AllScopes, Scope, ScopeFilter
 from .sync import ContextForgeSync
+
+# A library logs; the application decides where it goes (no "last resort" stderr).
+logging.getLogger("contextforge").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from .distill.client import OpenAIChatDistiller
