@@ -92,10 +92,10 @@ class Context:
 
     @property
     def text(self) -> str:
-        """The whole block, ready to put in a prompt."""
+        """The whole block, ready to put in a prompt; ``""`` when no hit fits."""
     @property
     def tokens(self) -> int:
-        """The block's size in the store's tokenizer (never more than the budget)."""
+        """The block's size in the store's tokenizer (never more than the budget; 0 when empty)."""
     @property
     def hits(self) -> list[Hit]:
         """The hits in block order."""

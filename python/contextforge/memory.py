@@ -489,7 +489,7 @@ class ContextForge:
         instructions.
 
         Cost, in o200k and cl100k tokens (measured in tests/test_context.py):
-        the wrapper 29 tokens per block, and each hit 12 to 14 beyond its
+        the wrapper 29 tokens per block, and each hit about 12 to 14 beyond its
         content while ids stay below 100,000 (scope, kind and risk labels add
         their words). The whole block fits ``budget``: the best hits that fit
         are kept, and when none does, or nothing matches, the block is empty

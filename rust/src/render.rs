@@ -25,9 +25,9 @@
 //! - With no hit to show, or none that fits, the block is empty: no text, 0 tokens.
 //!
 //! Measured with o200k and cl100k (tests/test_context.py and the tests below):
-//! the wrapper costs 29 tokens per block, and a hit's header and line break 12
-//! to 14 tokens beyond its content while ids stay below 100,000 and no label is
-//! shown (a scope or kind label adds its own words).
+//! the wrapper costs 29 tokens per block, and a hit's header and line break
+//! about 12 to 14 tokens beyond its content while ids stay below 100,000 and no
+//! label is shown (a scope or kind label adds its own words).
 
 use std::hash::Hasher;
 use std::sync::OnceLock;

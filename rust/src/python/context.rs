@@ -19,12 +19,13 @@ impl From<EngineContext> for Context {
 
 #[pymethods]
 impl Context {
-    /// The whole block, ready to put in a prompt.
+    /// The whole block, ready to put in a prompt; empty when no hit fits.
     #[getter]
     fn text(&self) -> &str {
         &self.inner.text
     }
-    /// The block's size in the store's tokenizer (never more than the budget).
+    /// The block's size in the store's tokenizer (never more than the budget;
+    /// 0 when empty).
     #[getter]
     fn tokens(&self) -> u32 {
         self.inner.tokens
