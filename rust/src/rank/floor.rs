@@ -106,6 +106,10 @@ impl<'a> Judge<'a> {
             false
         } else if r.dense_share >= self.threshold {
             true
+        } else if r.prev == 0 && r.bm25 > 0.0 && self.words.every_content_match_counts() {
+            // No previous turn, so nothing in its context field: its BM25 is
+            // all its content's, on words that count.
+            true
         } else {
             self.words.found_in(entry)
         };
@@ -150,8 +154,8 @@ mod tests {
 
     #[test]
     fn filler_without_a_query_word_stays_out_however_it_ranks() {
-        // 2 and 4 rank on the words of the turns before them.
-        let ranked = [turn(1, 3.0, 0), turn(2, 1.0, 9), turn(3, 0.2, 0), turn(4, 0.9, 0)];
+        // 2 and 4 rank on the words of the turns before them (not candidates).
+        let ranked = [turn(1, 3.0, 0), turn(2, 1.0, 9), turn(3, 0.2, 0), turn(4, 0.9, 8)];
         let entries = ["I have a peanut allergy", "Noted!", "peanuts", "ok"]
             .iter()
             .zip(1..)
@@ -174,7 +178,7 @@ mod tests {
         let ranked = [
             turn(1, 3.0, 0),
             turn(2, 1.0, 1),
-            turn(3, 2.0, 0),
+            turn(3, 2.0, 9),
             turn(4, 1.0, 3),
             turn(5, 2.0, 0),
             turn(6, 1.0, 5),
@@ -196,6 +200,19 @@ mod tests {
             .unwrap();
         assert_eq!(got, vec![true, true, false, false, true]);
         assert_eq!(asked, vec![5], "only the one previous turn outside the batch");
+    }
+
+    #[test]
+    fn without_a_previous_turn_a_bm25_match_is_on_the_content() {
+        // Nothing in 7's context field, so its BM25 must be its content's: the
+        // content is not read (this one would fail the word check).
+        let ranked = [turn(1, 3.0, 0), turn(7, 2.0, 0), turn(8, 2.0, 9)];
+        let mut j = judge(&ranked, FLOOR);
+        let got = j.admit(&[Some(entry(7, "ok")), Some(entry(8, "ok"))], none).unwrap();
+        assert_eq!(got, vec![true, false]);
+        // A query with function words cannot tell: their matches do not count.
+        let mut j = Judge::new(FLOOR, QueryWords::new("the peanuts", 0.3), &ranked);
+        assert_eq!(j.admit(&[Some(entry(7, "the end"))], none).unwrap(), vec![false]);
     }
 
     #[test]
