@@ -6,7 +6,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/contextforge/target
 # Never let a build try to download a Rust toolchain.
 export MATURIN_NO_INSTALL_RUST := 1
 
-.PHONY: help dev release test test-rust test-python typecheck bench bench-scrub bench-smoke quickstart
+.PHONY: help dev release test test-rust test-python typecheck lint fmt bench bench-scrub bench-smoke quickstart
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -31,6 +31,20 @@ test-python: ## The Python suite against the built extension
 typecheck: ## mypy strict on the package and tests; the stub checked against the module
 	$(PY) -m mypy
 	$(PY) -m mypy.stubtest contextforge._core
+
+RUFF := 'ruff==0.17.6'
+
+lint: $(PY) ## Formatters and linters, as CI runs them: rustfmt, clippy (engine and bindings), ruff
+	$(PY) -m pip install -q $(RUFF)
+	cargo fmt --check
+	cargo clippy --all-targets --features python -- -D warnings
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+fmt: $(PY) ## Format the Rust and Python sources in place
+	$(PY) -m pip install -q $(RUFF)
+	cargo fmt
+	$(PY) -m ruff format .
 
 quickstart: $(PY) ## Install the package (release build) and run the quickstart
 	$(PY) -m pip install .
