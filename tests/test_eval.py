@@ -27,7 +27,8 @@ from contextforge.evaluation import (
     smoke_spec,
     spec_from_dict,
 )
-from contextforge.evaluation.cli import _coerce, config_from_pairs, main
+from contextforge.cli.evaluate import _coerce
+from contextforge.evaluation.cli import config_from_pairs, main
 from contextforge.evaluation.locomo import ENV_VAR
 
 LOCOMO = find_locomo_dir()

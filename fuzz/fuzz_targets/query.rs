@@ -1,4 +1,4 @@
-//! Query text handling, through `Engine::query` on an in-memory engine (the
+//! Query text handling, through `Memory::query` on an in-memory engine (the
 //! analyser's `query_terms` lives in a private module): any text is data, answered
 //! or refused with `Error::InvalidInput`, never a panic; hits fit the budget and
 //! stay in the asked scope.
@@ -6,13 +6,13 @@
 
 use std::sync::OnceLock;
 
-use _core::{Config, Engine, NewEntry, Query};
+use _core::{Config, Memory, NewEntry, Query};
 use libfuzzer_sys::fuzz_target;
 
-fn engine() -> &'static Engine {
-    static E: OnceLock<Engine> = OnceLock::new();
+fn engine() -> &'static Memory {
+    static E: OnceLock<Memory> = OnceLock::new();
     E.get_or_init(|| {
-        let engine = Engine::open(Config::default()).unwrap();
+        let engine = Memory::open(Config::default()).unwrap();
         let seed = [
             ("the deploy failed: missing env var", "a"),
             ("user prefers dark mode AND light", "a"),

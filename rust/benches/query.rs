@@ -9,12 +9,12 @@ use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
-use _core::{Config, Engine, NewEntry, Query};
+use _core::{Config, Memory, NewEntry, Query};
 
 /// A deterministic chat-like store: Zipf-ish words, 1,000 scopes.
-fn store(n: usize) -> (Engine, Vec<(String, String)>, tempfile::TempDir) {
+fn store(n: usize) -> (Memory, Vec<(String, String)>, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let engine = Engine::open(Config::new(dir.path().join("bench.db").to_string_lossy()))
+    let engine = Memory::open(Config::new(dir.path().join("bench.db").to_string_lossy()))
         .expect("open");
     let mut seed: u64 = 42;
     let mut next = move || {
@@ -49,7 +49,7 @@ fn store(n: usize) -> (Engine, Vec<(String, String)>, tempfile::TempDir) {
 }
 
 /// One scoped query with a 2,048-token budget.
-fn ask(engine: &Engine, (text, scope): &(String, String)) {
+fn ask(engine: &Memory, (text, scope): &(String, String)) {
     let hits = engine.query(&Query::new(text.clone(), 2048).in_scope(scope.clone()));
     std::hint::black_box(hits.expect("query"));
 }

@@ -5,7 +5,16 @@ use std::path::PathBuf;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-pub use crate::store::Eviction;
+
+/// The order in which a scope over its cap loses entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eviction {
+    /// The oldest entries by timestamp go first.
+    Oldest,
+    /// Entries no query has returned for the longest go first (never returned
+    /// counts as returned when saved).
+    LeastRecentlyReturned,
+}
 
 impl Eviction {
     pub fn parse(name: &str) -> Result<Self> {

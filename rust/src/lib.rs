@@ -2,7 +2,7 @@
 //!
 //! Data flows store -> index -> pack: the libSQL [`store`] is the source of
 //! truth, the tantivy [`index`] follows its change log, and [`pack`] fits ranked
-//! hits into a token budget. [`engine::Engine`] ties them together; the Python
+//! hits into a token budget. [`engine::Memory`] ties them together; the Python
 //! bindings in `python/` (feature `python`) are a thin layer over it.
 
 pub mod config;
@@ -26,6 +26,6 @@ pub mod tokens;
 mod python;
 
 pub use config::Config;
-pub use engine::{Engine, ListFilter, Patch, Query};
+pub use engine::{ListFilter, Memory, Patch, Query};
 pub use entry::{Entry, Hit, NewEntry};
 pub use error::{Error, Result};

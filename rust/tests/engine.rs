@@ -1,7 +1,7 @@
 //! End-to-end tests of the engine through its public Rust API, on real files.
 
 use _core::render::Order;
-use _core::{Config, Engine, Error, Hit, ListFilter, NewEntry, Patch, Query};
+use _core::{Config, Memory, Error, Hit, ListFilter, NewEntry, Patch, Query};
 
 const DAY: i64 = 86_400_000_000;
 const NOW: i64 = 1_750_000_000_000_000;
@@ -12,7 +12,7 @@ fn file_config(dir: &tempfile::TempDir) -> Config {
     config
 }
 
-fn query(engine: &Engine, text: &str, scope: Option<&str>) -> Vec<i64> {
+fn query(engine: &Memory, text: &str, scope: Option<&str>) -> Vec<i64> {
     let mut q = Query::new(text, 4096);
     q.now = Some(NOW);
     q.scopes = scope.map(|s| vec![Some(s.to_owned())]);
@@ -23,17 +23,17 @@ fn query(engine: &Engine, text: &str, scope: Option<&str>) -> Vec<i64> {
 fn saves_survive_a_restart_with_and_without_a_commit() {
     let dir = tempfile::tempdir().unwrap();
     let first = {
-        let engine = Engine::open(file_config(&dir)).unwrap();
+        let engine = Memory::open(file_config(&dir)).unwrap();
         let id = engine.save(NewEntry::new("the deploy failed: missing env var").scope("p")).unwrap();
         engine.close().unwrap();
         id
     };
-    let engine = Engine::open(file_config(&dir)).unwrap();
+    let engine = Memory::open(file_config(&dir)).unwrap();
     assert_eq!(query(&engine, "deploy failure", Some("p")), vec![first]);
     let second = engine.save(NewEntry::new("deploy again tomorrow").scope("p")).unwrap();
     // Dropped without close: the tail was never committed to the index.
     std::mem::forget(engine);
-    let engine = Engine::open(file_config(&dir)).unwrap();
+    let engine = Memory::open(file_config(&dir)).unwrap();
     let mut ids = query(&engine, "deploy", Some("p"));
     ids.sort_unstable();
     assert_eq!(ids, vec![first, second]);
@@ -43,7 +43,7 @@ fn saves_survive_a_restart_with_and_without_a_commit() {
 fn a_missing_or_garbage_index_is_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let id = {
-        let engine = Engine::open(file_config(&dir)).unwrap();
+        let engine = Memory::open(file_config(&dir)).unwrap();
         let id = engine.save(NewEntry::new("rotate the signing keys").scope("ops")).unwrap();
         engine.close().unwrap();
         id
@@ -52,11 +52,11 @@ fn a_missing_or_garbage_index_is_rebuilt() {
     for file in std::fs::read_dir(&index_dir).unwrap() {
         std::fs::write(file.unwrap().path(), b"garbage").unwrap();
     }
-    let engine = Engine::open(file_config(&dir)).unwrap();
+    let engine = Memory::open(file_config(&dir)).unwrap();
     assert_eq!(query(&engine, "signing keys", Some("ops")), vec![id]);
     engine.close().unwrap();
     std::fs::remove_dir_all(&index_dir).unwrap();
-    let engine = Engine::open(file_config(&dir)).unwrap();
+    let engine = Memory::open(file_config(&dir)).unwrap();
     assert_eq!(query(&engine, "signing keys", Some("ops")), vec![id]);
 }
 
@@ -75,7 +75,7 @@ fn keep_duplicates(config: Config) -> Config {
 fn scopes_are_isolated_in_tail_and_index() {
     let dir = tempfile::tempdir().unwrap();
     // The three entries are identical: keep near duplicates to see all of them.
-    let engine = Engine::open(keep_duplicates(file_config(&dir))).unwrap();
+    let engine = Memory::open(keep_duplicates(file_config(&dir))).unwrap();
     let a = engine.save(NewEntry::new("alpha secret plan").scope("a")).unwrap();
     let b = engine.save(NewEntry::new("alpha secret plan").scope("b")).unwrap();
     let g = engine.save(NewEntry::new("alpha secret plan")).unwrap();
@@ -95,7 +95,7 @@ fn scopes_are_isolated_in_tail_and_index() {
 
 #[test]
 fn scores_agree_before_and_after_a_commit() {
-    let engine = Engine::open(Config::default()).unwrap();
+    let engine = Memory::open(Config::default()).unwrap();
     for i in 0..20 {
         engine
             .save(NewEntry::new(format!("entry {i} about rust and tantivy {}", "x ".repeat(i))).at(NOW))
@@ -120,13 +120,13 @@ fn scores_agree_before_and_after_a_commit() {
 
 #[test]
 fn recency_breaks_ties_but_does_not_bury_strong_old_matches() {
-    let engine = Engine::open(keep_duplicates(Config::default())).unwrap();
+    let engine = Memory::open(keep_duplicates(Config::default())).unwrap();
     let twin = |at| NewEntry { dedupe: false, ..NewEntry::new("postgres migration plan").at(at) };
     let old = engine.save(twin(NOW - 300 * DAY)).unwrap();
     let new = engine.save(twin(NOW - DAY)).unwrap();
     assert_eq!(query(&engine, "postgres migration", None), vec![new, old]);
 
-    let engine = Engine::open(Config::default()).unwrap();
+    let engine = Memory::open(Config::default()).unwrap();
     let strong = engine
         .save(NewEntry::new("kafka consumer lag alert on the billing cluster").at(NOW - 300 * DAY))
         .unwrap();
@@ -139,7 +139,7 @@ fn recency_breaks_ties_but_does_not_bury_strong_old_matches() {
 
 #[test]
 fn hostile_query_text_is_data() {
-    let engine = Engine::open(Config::default()).unwrap();
+    let engine = Memory::open(Config::default()).unwrap();
     let id = engine.save(NewEntry::new("AND OR NOT field title")).unwrap();
     for text in ["AND", "OR", "-x", "field:x", "\"quoted", "(a OR", "[1 TO 2]", "*", "🚀", "", "   "] {
         let hits = engine.query(&Query::new(text, 100)).unwrap();
@@ -152,7 +152,7 @@ fn hostile_query_text_is_data() {
 
 #[test]
 fn bad_input_is_rejected_and_changes_nothing() {
-    let engine = Engine::open(Config::default()).unwrap();
+    let engine = Memory::open(Config::default()).unwrap();
     let bad = [
         NewEntry::new(""),
         NewEntry::new("ok").scope(""),
@@ -173,7 +173,7 @@ fn bad_input_is_rejected_and_changes_nothing() {
 
 #[test]
 fn a_closed_engine_refuses_work() {
-    let engine = Engine::open(Config::default()).unwrap();
+    let engine = Memory::open(Config::default()).unwrap();
     engine.close().unwrap();
     engine.close().unwrap();
     assert!(matches!(engine.save(NewEntry::new("x")), Err(Error::Closed)));
@@ -183,8 +183,8 @@ fn a_closed_engine_refuses_work() {
 #[test]
 fn two_engines_on_one_file_see_each_other() {
     let dir = tempfile::tempdir().unwrap();
-    let a = Engine::open(file_config(&dir)).unwrap();
-    let b = Engine::open(file_config(&dir)).unwrap();
+    let a = Memory::open(file_config(&dir)).unwrap();
+    let b = Memory::open(file_config(&dir)).unwrap();
     let x = a.save(NewEntry::new("written by a").scope("s")).unwrap();
     let y = b.save(NewEntry::new("written by b").scope("s")).unwrap();
     let mut seen_by_a = query(&a, "written", Some("s"));
@@ -200,8 +200,8 @@ fn kept_statements_never_hold_an_old_snapshot() {
     // `a` reads through statements it keeps prepared between `b`'s writes; a
     // statement left unreset would pin its read snapshot and show old rows.
     let dir = tempfile::tempdir().unwrap();
-    let a = Engine::open(file_config(&dir)).unwrap();
-    let b = Engine::open(file_config(&dir)).unwrap();
+    let a = Memory::open(file_config(&dir)).unwrap();
+    let b = Memory::open(file_config(&dir)).unwrap();
     let id = b.save(NewEntry::new("version 0 of the note").scope("s")).unwrap();
     for v in 1..=5 {
         let hits = a.query(&Query::new("note", 100).in_scope("s")).unwrap();
@@ -217,7 +217,7 @@ fn kept_statements_never_hold_an_old_snapshot() {
 #[test]
 fn a_common_word_matches_only_beside_a_rarer_one_in_a_large_store() {
     // Which entries match at all, not how strongly: no relevance floor.
-    let engine = Engine::open(no_floor(Config::default())).unwrap();
+    let engine = Memory::open(no_floor(Config::default())).unwrap();
     let sorted = |mut ids: Vec<i64>| {
         ids.sort_unstable();
         ids
@@ -255,7 +255,7 @@ fn a_common_word_matches_only_beside_a_rarer_one_in_a_large_store() {
 #[test]
 fn updates_and_deletes_reach_the_index_before_and_after_a_commit() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(file_config(&dir)).unwrap();
+    let engine = Memory::open(file_config(&dir)).unwrap();
     let id = engine.save(NewEntry::new("the cache uses redis").scope("s")).unwrap();
     let other = engine.save(NewEntry::new("redis cluster sizing").scope("s")).unwrap();
     for flush in [false, true] {
@@ -275,7 +275,7 @@ fn updates_and_deletes_reach_the_index_before_and_after_a_commit() {
     assert_eq!(query(&engine, "redis", Some("s")), vec![id]);
     assert!(matches!(engine.update(other, Patch::default()), Err(Error::NotFound(_))));
     engine.close().unwrap();
-    let engine = Engine::open(file_config(&dir)).unwrap();
+    let engine = Memory::open(file_config(&dir)).unwrap();
     assert_eq!(query(&engine, "redis", Some("s")), vec![id]);
 }
 
@@ -289,8 +289,8 @@ fn a_bulk_save_dedupes_as_single_saves_do() {
         let entry = entry.scope(if i % 5 == 0 { "b" } else { "a" });
         NewEntry { dedupe: i % 13 != 0, ..entry }
     };
-    let bulk = Engine::open(Config::default()).unwrap();
-    let single = Engine::open(Config::default()).unwrap();
+    let bulk = Memory::open(Config::default()).unwrap();
+    let single = Memory::open(Config::default()).unwrap();
     for i in 0..20 {
         bulk.save(item(i)).unwrap();
         single.save(item(i)).unwrap();
@@ -305,7 +305,7 @@ fn a_bulk_save_dedupes_as_single_saves_do() {
     assert_eq!(shape(&saved), shape(&one_by_one));
     assert_eq!(bulk.count(&ListFilter::default()).unwrap(), single.count(&ListFilter::default()).unwrap());
     let ids: Vec<i64> = saved.iter().map(|&(id, _)| id).collect();
-    let contents = |engine: &Engine, ids: &[i64]| -> Vec<String> {
+    let contents = |engine: &Memory, ids: &[i64]| -> Vec<String> {
         engine.get_many(ids).unwrap().into_iter().map(|h| h.unwrap().entry.content).collect()
     };
     let single_ids: Vec<i64> = one_by_one.iter().map(|&(id, _)| id).collect();
@@ -314,7 +314,7 @@ fn a_bulk_save_dedupes_as_single_saves_do() {
 
 #[test]
 fn duplicates_return_the_existing_id_within_a_scope() {
-    let engine = Engine::open(Config::default()).unwrap();
+    let engine = Memory::open(Config::default()).unwrap();
     let a = engine.save(NewEntry::new("Deploy  failed\n").scope("s")).unwrap();
     assert_eq!(engine.save(NewEntry::new(" Deploy failed").scope("s")).unwrap(), a);
     assert_ne!(engine.save(NewEntry::new("Deploy failed").scope("t")).unwrap(), a);
@@ -335,7 +335,7 @@ fn a_shallower_query_returns_the_head_of_a_deeper_one() {
     let mut config = file_config(&dir);
     config.flush_ms = 3_600_000;
     config.mmr.duplicate_similarity = 2.0; // identical texts stay, and tie
-    let engine = Engine::open(no_floor(config)).unwrap();
+    let engine = Memory::open(no_floor(config)).unwrap();
     let texts = ["alpha", "alpha beta", "alpha beta gamma", "beta alpha alpha"];
     let entries: Vec<NewEntry> = (0..400_i64)
         .map(|i| {
@@ -374,7 +374,7 @@ fn a_shallower_query_returns_the_head_of_a_deeper_one() {
 #[test]
 fn get_many_of_several_hundred_ids_keeps_order_repeats_and_gaps() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(file_config(&dir)).unwrap();
+    let engine = Memory::open(file_config(&dir)).unwrap();
     let ids = engine
         .save_many((0..600).map(|i| NewEntry::new(format!("item {i}")).scope("g")).collect())
         .unwrap();
@@ -394,7 +394,7 @@ fn get_many_of_several_hundred_ids_keeps_order_repeats_and_gaps() {
 
 #[test]
 fn clear_scope_touches_exactly_one_scope() {
-    let engine = Engine::open(Config::default()).unwrap();
+    let engine = Memory::open(Config::default()).unwrap();
     engine.save(NewEntry::new("keep me").scope("a")).unwrap();
     engine.save(NewEntry::new("drop me").scope("b")).unwrap();
     engine.save(NewEntry::new("drop me too").scope("b")).unwrap();
@@ -409,7 +409,7 @@ fn clear_scope_touches_exactly_one_scope() {
 
 #[test]
 fn filters_are_applied_inside_the_index() {
-    let engine = Engine::open(Config::default()).unwrap();
+    let engine = Memory::open(Config::default()).unwrap();
     let mut ids = Vec::new();
     for i in 0..40_i64 {
         let kind = if i % 2 == 0 { "fact" } else { "note" };
@@ -437,7 +437,7 @@ fn filters_are_applied_inside_the_index() {
 
 #[test]
 fn list_pages_newest_first() {
-    let engine = Engine::open(Config::default()).unwrap();
+    let engine = Memory::open(Config::default()).unwrap();
     let ids: Vec<i64> =
         (0..25).map(|i| engine.save(NewEntry::new(format!("item {i}")).at(NOW + i)).unwrap()).collect();
     let mut seen = Vec::new();
@@ -458,13 +458,13 @@ fn a_clean_close_leaves_a_mark_that_only_the_next_open_trusts() {
     let dir = tempfile::tempdir().unwrap();
     let config = file_config(&dir);
     let mark = dir.path().join("memory.db.index").join("closed-cleanly");
-    let engine = Engine::open(config.clone()).unwrap();
+    let engine = Memory::open(config.clone()).unwrap();
     let first = engine.save(NewEntry::new("marked entry one")).unwrap();
     assert!(!mark.exists());
     engine.close().unwrap();
     assert!(mark.exists(), "a clean close vouches for the index it leaves");
 
-    let engine = Engine::open(config.clone()).unwrap();
+    let engine = Memory::open(config.clone()).unwrap();
     assert!(!mark.exists(), "an open session must not vouch for itself: it may yet crash");
     assert_eq!(query(&engine, "marked", None), vec![first]);
     let second = engine.save(NewEntry::new("marked entry two")).unwrap();
@@ -474,7 +474,7 @@ fn a_clean_close_leaves_a_mark_that_only_the_next_open_trusts() {
     // A mark naming another commit than the index's is not trusted: the open
     // counts (and finds the index whole).
     std::fs::write(&mark, "999999").unwrap();
-    let engine = Engine::open(config).unwrap();
+    let engine = Memory::open(config).unwrap();
     assert!(!mark.exists());
     let mut found = query(&engine, "marked", None);
     found.sort_unstable();
@@ -486,7 +486,7 @@ fn a_batch_of_many_chunks_is_saved_whole_and_indexed_whole() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = file_config(&dir);
     config.flush_ms = 3_600_000; // no flush commits beside the bulk's own
-    let engine = Engine::open(config).unwrap();
+    let engine = Memory::open(config).unwrap();
     // Larger than the save chunk (8192), a page of the log (10,000) and the
     // index's commit (50,000), with repeats across chunks and one session
     // running through all of them. 60,300 changes after the 1,000 repeats: six
@@ -537,7 +537,7 @@ fn large_batches_commit_straight_to_the_index_with_the_tail() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = file_config(&dir);
     config.flush_ms = 3_600_000;
-    let engine = Engine::open(config.clone()).unwrap();
+    let engine = Memory::open(config.clone()).unwrap();
     let early = engine.save(NewEntry::new("bulk early entry").scope("b")).unwrap();
     let stale = engine.save(NewEntry::new("bulk stale entry").scope("b")).unwrap();
     engine.delete_many(&[stale]).unwrap();
@@ -546,7 +546,7 @@ fn large_batches_commit_straight_to_the_index_with_the_tail() {
     let ids = engine.save_many(batch).unwrap();
     let mut q = Query::new("bulk", 10_000_000).in_scope("b");
     q.depth = Some(10_000);
-    let found = |engine: &Engine| {
+    let found = |engine: &Memory| {
         let mut got: Vec<i64> = engine.query(&q).unwrap().iter().map(|h| h.entry.id).collect();
         got.sort_unstable();
         got
@@ -556,7 +556,7 @@ fn large_batches_commit_straight_to_the_index_with_the_tail() {
     expected.sort_unstable();
     assert_eq!(found(&engine), expected);
     std::mem::drop(engine);
-    let engine = Engine::open(config).unwrap();
+    let engine = Memory::open(config).unwrap();
     assert_eq!(found(&engine), expected);
 }
 
@@ -573,7 +573,7 @@ fn an_index_of_an_older_schema_is_rebuilt() {
         let mut config = file_config(&dir);
         config.retrieval.context_weight = 0.0;
         config.retrieval.reply_weight = 0.0;
-        let engine = Engine::open(config).unwrap();
+        let engine = Memory::open(config).unwrap();
         let weak_here = engine.save(session("the kitten is asleep on the sofa", "a")).unwrap();
         engine.save(session("kitten adoption went well, the kitten adoption is done", "a")).unwrap();
         let weak_there = engine.save(session("the kitten is hungry on the sofa", "b")).unwrap();
@@ -603,7 +603,7 @@ fn an_index_of_an_older_schema_is_rebuilt() {
     let mut config = file_config(&dir);
     config.retrieval.context_weight = 0.0;
     config.retrieval.reply_weight = 0.0;
-    let engine = Engine::open(no_floor(config)).unwrap();
+    let engine = Memory::open(no_floor(config)).unwrap();
     let ids = query(&engine, "kitten adoption", Some("p"));
     assert_eq!(ids.len(), 3);
     let at = |id| ids.iter().position(|&x| x == id).unwrap();
@@ -613,8 +613,8 @@ fn an_index_of_an_older_schema_is_rebuilt() {
 #[test]
 fn a_query_that_must_not_wait_declines_a_long_catch_up_and_answers_otherwise() {
     let dir = tempfile::tempdir().unwrap();
-    let a = Engine::open(file_config(&dir)).unwrap();
-    let b = Engine::open(file_config(&dir)).unwrap();
+    let a = Memory::open(file_config(&dir)).unwrap();
+    let b = Memory::open(file_config(&dir)).unwrap();
     let ask = |text: &str| {
         let mut q = Query::new(text, 4096).in_scope("s");
         q.now = Some(NOW);
@@ -645,7 +645,7 @@ fn a_query_that_must_not_wait_declines_a_long_catch_up_and_answers_otherwise() {
     assert!(matches!(a.try_query_timed(&Query::new("marker0", 0)), Err(Error::InvalidInput(_))));
 
     // An in-memory store reads through its writer's one connection: never.
-    let memory = Engine::open(Config::new(":memory:")).unwrap();
+    let memory = Memory::open(Config::new(":memory:")).unwrap();
     memory.save(NewEntry::new("marker0 in memory").scope("s")).unwrap();
     assert!(memory.try_query_timed(&ask("marker0")).unwrap().is_none());
     assert_eq!(query(&memory, "marker0", Some("s")).len(), 1);
@@ -676,7 +676,7 @@ fn copy_database(from: &std::path::Path, to: &std::path::Path) {
 }
 
 /// Every hit of `text` in `scope`, as (id, scope, content).
-fn hits_in(engine: &Engine, text: &str, scope: &str) -> Vec<(i64, Option<String>, String)> {
+fn hits_in(engine: &Memory, text: &str, scope: &str) -> Vec<(i64, Option<String>, String)> {
     let mut q = Query::new(text, 1_000_000).in_scope(scope);
     q.now = Some(NOW);
     q.depth = Some(1000);
@@ -696,7 +696,7 @@ fn an_index_left_by_another_database_is_rebuilt_not_trusted() {
     // The same 40 texts in both, the scopes alternating the other way round:
     // entry n and change n are the same numbers in both databases.
     for (path, first) in [(&main, "user:alice"), (&other, "user:bob")] {
-        let engine = Engine::open(config_at(path)).unwrap();
+        let engine = Memory::open(config_at(path)).unwrap();
         for i in 0..40 {
             let scope = if i % 2 == 0 { first } else if first == "user:alice" { "user:bob" } else { "user:alice" };
             engine.save(NewEntry::new(format!("shopping list apples item {i}")).scope(scope).at(NOW)).unwrap();
@@ -705,7 +705,7 @@ fn an_index_left_by_another_database_is_rebuilt_not_trusted() {
     }
     move_database(&other, &main);
     assert!(dir.path().join("memory.db.index").is_dir(), "the old index stays in place");
-    let engine = Engine::open(config_at(&main)).unwrap();
+    let engine = Memory::open(config_at(&main)).unwrap();
     let hits = hits_in(&engine, "shopping list apples", "user:bob");
     let foreign: Vec<_> = hits.iter().filter(|(_, scope, _)| scope.as_deref() != Some("user:bob")).collect();
     assert!(foreign.is_empty(), "hits from another scope: {foreign:?}");
@@ -716,12 +716,12 @@ fn an_index_left_by_another_database_is_rebuilt_not_trusted() {
 fn a_backup_restored_over_the_database_rebuilds_its_index() {
     let dir = tempfile::tempdir().unwrap();
     let (main, backup) = (dir.path().join("memory.db"), dir.path().join("backup.db"));
-    let engine = Engine::open(config_at(&main)).unwrap();
+    let engine = Memory::open(config_at(&main)).unwrap();
     let kept = engine.save(NewEntry::new("kept walrus").scope("s").at(NOW)).unwrap();
     engine.close().unwrap();
     drop(engine);
     copy_database(&main, &backup);
-    let engine = Engine::open(config_at(&main)).unwrap();
+    let engine = Memory::open(config_at(&main)).unwrap();
     for i in 0..5 {
         engine.save(NewEntry::new(format!("later walrus {i}")).scope("s").at(NOW)).unwrap();
     }
@@ -729,7 +729,7 @@ fn a_backup_restored_over_the_database_rebuilds_its_index() {
     drop(engine);
     move_database(&backup, &main);
     // The index has changes the database does not: rebuilt, not trusted.
-    let engine = Engine::open(config_at(&main)).unwrap();
+    let engine = Memory::open(config_at(&main)).unwrap();
     let found: Vec<i64> = hits_in(&engine, "walrus", "s").into_iter().map(|(id, _, _)| id).collect();
     assert_eq!(found, vec![kept]);
 }
@@ -738,7 +738,7 @@ fn a_backup_restored_over_the_database_rebuilds_its_index() {
 fn an_older_copy_that_took_other_writes_rebuilds_its_index() {
     let dir = tempfile::tempdir().unwrap();
     let (main, copy) = (dir.path().join("memory.db"), dir.path().join("copy.db"));
-    let engine = Engine::open(config_at(&main)).unwrap();
+    let engine = Memory::open(config_at(&main)).unwrap();
     engine.save(NewEntry::new("shared heron").scope("s").at(NOW)).unwrap();
     engine.close().unwrap();
     drop(engine);
@@ -746,14 +746,14 @@ fn an_older_copy_that_took_other_writes_rebuilds_its_index() {
     // The original goes on with beta, the copy (same id) with gamma: the same
     // entry ids and change numbers, another history.
     for (path, word) in [(&main, "beta"), (&copy, "gamma")] {
-        let engine = Engine::open(config_at(path)).unwrap();
+        let engine = Memory::open(config_at(path)).unwrap();
         for i in 0..10 {
             engine.save(NewEntry::new(format!("{word} heron {i}")).scope("s").at(NOW)).unwrap();
         }
         engine.close().unwrap();
     }
     move_database(&copy, &main);
-    let engine = Engine::open(config_at(&main)).unwrap();
+    let engine = Memory::open(config_at(&main)).unwrap();
     assert_eq!(hits_in(&engine, "beta", "s"), vec![], "an index of the other history was trusted");
     let gamma = hits_in(&engine, "gamma", "s");
     assert_eq!(gamma.len(), 10);
@@ -764,7 +764,7 @@ fn an_older_copy_that_took_other_writes_rebuilds_its_index() {
 /// expected ids in scope "s".
 fn damaged_store_fixture(dir: &tempfile::TempDir) -> (Config, Vec<(String, Vec<i64>)>) {
     let config = file_config(dir);
-    let engine = Engine::open(config.clone()).unwrap();
+    let engine = Memory::open(config.clone()).unwrap();
     let words = ["amber", "basalt", "cobalt", "dune", "ember", "flint"];
     let mut expected: Vec<(String, Vec<i64>)> = words.iter().map(|w| ((*w).to_owned(), Vec::new())).collect();
     let batch: Vec<NewEntry> = (0..300)
@@ -831,7 +831,7 @@ fn assert_damage_is_repaired(damage: impl FnOnce(&tempfile::TempDir)) {
     within_a_minute(move || {
         // Every word, twice over: a second open repairs nothing more.
         for _ in 0..2 {
-            let engine = Engine::open(config.clone()).unwrap();
+            let engine = Memory::open(config.clone()).unwrap();
             for (word, ids) in &expected {
                 let mut q = Query::new(word.as_str(), 1_000_000).in_scope("s");
                 q.now = Some(NOW);
@@ -882,7 +882,7 @@ fn a_query_that_must_not_wait_declines_an_index_not_yet_checked() {
     let (config, expected) = damaged_store_fixture(&dir);
     flip_bytes(&segment_files(&dir, "idx"), 64);
     within_a_minute(move || {
-        let engine = Engine::open(config).unwrap();
+        let engine = Memory::open(config).unwrap();
         let mut q = Query::new(expected[0].0.as_str(), 1_000_000).in_scope("s");
         q.now = Some(NOW);
         q.depth = Some(1000);

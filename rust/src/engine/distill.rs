@@ -1,12 +1,12 @@
 //! The engine side of distillation: scrub, chunk, and the offline extractor.
 //! Model calls and merging live in the Python facade; saving uses `save_detailed`.
 
-use super::Engine;
+use super::Memory;
 use crate::distill::{self, Chunk, Distilled, ExtractOptions, Message};
 use crate::error::{Error, Result};
 use crate::scrub::{ScrubOptions, Scrubber};
 
-impl Engine {
+impl Memory {
     /// The transcript as a model may see it: secrets are always redacted here,
     /// whatever the store's setting, and personal data when the store redacts it.
     pub fn scrub_transcript(&self, messages: &[Message]) -> Result<Vec<Message>> {

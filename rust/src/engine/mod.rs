@@ -12,12 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::Config;
+use crate::config::{Config, Eviction};
 use crate::error::{Error, Result};
-use crate::index::{Flusher, SearchIndex};
+use crate::index::{Flusher, Follow, SearchIndex};
 use crate::scrub::{ScrubOptions, Scrubber};
 use crate::entry::Micros;
-use crate::store::{Change, Eviction, Retention, Store};
+use crate::store::{Change, Retention, Store};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use crate::tokens::TokenCounter;
@@ -28,7 +28,7 @@ pub use write::Patch;
 
 pub use crate::store::ListFilter;
 
-pub struct Engine {
+pub struct Memory {
     config: Config,
     store: Arc<Store>,
     index: Arc<SearchIndex>,
@@ -47,7 +47,7 @@ pub struct Engine {
     closed: AtomicBool,
 }
 
-impl Engine {
+impl Memory {
     pub fn open(mut config: Config) -> Result<Self> {
         config.validate()?;
         let tokens = TokenCounter::load(&config.tokenizer)?;
@@ -150,7 +150,7 @@ impl Engine {
         if changes.is_empty() {
             return Ok(());
         }
-        self.index.apply_local(&self.store, changes)?;
+        self.index.follow(&self.store, Follow::Local(changes))?;
         self.nudge_flusher();
         Ok(())
     }
@@ -199,7 +199,7 @@ impl Engine {
         if !self.store.is_file() {
             return Ok(false);
         }
-        self.index.try_sync(&self.store)
+        self.index.follow(&self.store, Follow::Try)
     }
 
     /// Brings the index up to date with writes from other processes.
@@ -207,12 +207,12 @@ impl Engine {
         if self.config.is_memory() {
             Ok(())
         } else {
-            self.index.sync(&self.store)
+            self.index.follow(&self.store, Follow::Wait).map(drop)
         }
     }
 }
 
-impl Drop for Engine {
+impl Drop for Memory {
     fn drop(&mut self) {
         if let Err(err) = self.close() {
             log::error!("closing the store failed: {err}");

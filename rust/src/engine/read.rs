@@ -1,7 +1,7 @@
 //! query, get, list, count and scopes.
 
 use super::admit::Admit;
-use super::Engine;
+use super::Memory;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -128,7 +128,7 @@ impl Query {
     }
 }
 
-impl Engine {
+impl Memory {
     /// Ranks entries for `query` and packs the best into its token budget.
     pub fn query(&self, query: &Query) -> Result<Vec<Hit>> {
         self.query_timed(query).map(|(hits, _)| hits)

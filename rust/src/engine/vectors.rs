@@ -1,6 +1,6 @@
 //! Which embedder the store's vectors come from, and writing vectors.
 
-use super::Engine;
+use super::Memory;
 use crate::entry::validate_vector;
 use crate::error::{Error, Result};
 
@@ -17,7 +17,7 @@ pub const EXTERNAL: &str = "external";
 const NAME_KEY: &str = "embedder";
 const DIM_KEY: &str = "embedding_dim";
 
-impl Engine {
+impl Memory {
     /// The embedder recorded in the store, if any vector was ever saved.
     pub fn embedder(&self) -> Result<Option<EmbedderInfo>> {
         self.check_open()?;

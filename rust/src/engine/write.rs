@@ -2,9 +2,10 @@
 
 use std::borrow::Cow;
 
-use super::Engine;
+use super::Memory;
 use crate::entry::{validate_label, Entry, NewEntry};
 use crate::error::{Error, Result};
+use crate::index::Follow;
 use crate::normalize::{content_key, normalize};
 use crate::store::{now_micros, Change, ChangeOp, EntryPatch, NewContent, PreparedEntry, Written};
 
@@ -40,7 +41,7 @@ impl Default for Patch {
     }
 }
 
-impl Engine {
+impl Memory {
     pub fn save(&self, entry: NewEntry) -> Result<i64> {
         let ids = self.save_many(vec![entry])?;
         ids.first().copied().ok_or_else(|| Error::Internal("save returned no id".into()))
@@ -95,7 +96,7 @@ impl Engine {
             prepared_ahead(entries, |e| self.prepare(e, now), |chunks| {
                 self.store.insert_chunks(chunks, retention.as_ref(), |_, w| written.extend_from_slice(w))
             })?;
-            self.index.sync_merged(&self.store)?;
+            self.index.follow(&self.store, Follow::Merged)?;
             self.nudge_flusher();
         }
         Ok(written.into_iter().map(|w| (w.id, w.seq.is_some())).collect())

@@ -14,7 +14,7 @@ use tantivy::columnar::ColumnValues;
 use tantivy::query::Weight;
 use tantivy::{DocId, Score, Searcher, SegmentOrdinal, SegmentReader};
 
-use super::search::Candidate;
+use super::candidate::Candidate;
 use super::tail::recency_boost;
 use crate::entry::Micros;
 
@@ -36,20 +36,20 @@ impl BoostedTopK<'_> {
 }
 
 /// A candidate ordered by score, then id (as the final ranking breaks ties).
-struct Ranked(Candidate);
+struct ByScore(Candidate);
 
-impl PartialEq for Ranked {
+impl PartialEq for ByScore {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal
     }
 }
-impl Eq for Ranked {}
-impl PartialOrd for Ranked {
+impl Eq for ByScore {}
+impl PartialOrd for ByScore {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for Ranked {
+impl Ord for ByScore {
     fn cmp(&self, other: &Self) -> Ordering {
         self.0.score.total_cmp(&other.0.score).then(self.0.id.cmp(&other.0.id))
     }
@@ -68,7 +68,7 @@ pub struct SegmentTopK {
     tombstones: HashMap<i64, i64>,
     columns: Columns,
     /// The best `k` so far, worst on top.
-    heap: BinaryHeap<Reverse<Ranked>>,
+    heap: BinaryHeap<Reverse<ByScore>>,
 }
 
 impl SegmentTopK {
@@ -88,7 +88,7 @@ impl SegmentTopK {
         let beats_worst =
             worst.is_none_or(|w| score.total_cmp(&w.score).then(id.cmp(&w.id)).is_gt());
         if beats_worst && !self.tombstones.contains_key(&id) && cols.expires.get_val(doc) > self.now {
-            let candidate = Ranked(Candidate {
+            let candidate = ByScore(Candidate {
                 id,
                 score,
                 tokens: u32::try_from(cols.tokens.get_val(doc)).unwrap_or(u32::MAX),

@@ -17,7 +17,7 @@ use tantivy::{Index, ReloadPolicy};
 use super::health::{shielded, Health};
 use super::identity::Stamp;
 use super::tail::Tail;
-use super::{clean, open_writer, schema, SearchIndex, View};
+use super::{clean, open_writer, schema, Follow, SearchIndex, View};
 use crate::error::{Error, Result};
 use crate::store::{ListFilter, Store};
 
@@ -51,7 +51,7 @@ impl SearchIndex {
             }
         };
         index.load_vectors(&store)?;
-        index.catch_up(&store)?;
+        index.follow(&store, Follow::Commit)?;
         // A commit that half-failed (a full disk) can leave an index whose payload
         // claims changes its segments lack: a count that disagrees means rebuild.
         if index.dir.is_none() || closed_cleanly {
@@ -187,7 +187,7 @@ impl SearchIndex {
         self.commit_failed.store(false, Ordering::Release);
         *self.health.write() = Health::sound();
         drop(guard);
-        self.catch_up_locked(store)
+        self.commit_log_locked(store)
     }
 }
 

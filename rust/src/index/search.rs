@@ -10,6 +10,7 @@ use tantivy::query::{
 use tantivy::schema::IndexRecordOption;
 use tantivy::{Searcher, Term};
 
+use super::candidate::Candidate;
 use super::collect::{BoostedTopK, SegmentColumns};
 use super::health::shielded;
 use super::stats::CombinedStats;
@@ -72,20 +73,6 @@ struct QueryTerm {
     weight: f32,
     /// Scores only entries that a rarer term matched (see `COMMON_MIN_DOCS`).
     common: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Candidate {
-    pub id: i64,
-    /// `relevance * recency`.
-    pub score: f32,
-    pub tokens: u32,
-    /// The recency multiplier, in `[1, 1 + weight]`.
-    pub recency: f32,
-    /// The previous turn of the entry's session (the one it answers), or 0.
-    pub prev: i64,
-    /// `schema::session_key` of the entry's scope and session (0 for none).
-    pub session: u64,
 }
 
 impl SearchIndex {

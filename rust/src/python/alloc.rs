@@ -2,8 +2,8 @@
 //!
 //! Under glibc malloc, a bulk save's peak (the batch, tantivy's indexing arena,
 //! the threads that prepare entries) stayed resident afterwards, spread over
-//! per-thread arenas: a 100k-entry save grew the process by about 150 MB where
-//! mimalloc, set up as below, grows it by about 80 MB.
+//! per-thread arenas; mimalloc, set up as below, returns it (docs/performance.md,
+//! "Memory", has the figures).
 
 use std::ffi::{c_int, c_long};
 

@@ -12,7 +12,7 @@ use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
 use crate::config::{Config, Eviction, Fusion, Hybrid, Mmr, Recency, Retrieval, Scrub, TokenizerSpec};
 use super::context::Context;
-use crate::engine::{Engine as Core, InjectionPolicy, ListFilter, Patch, Query};
+use crate::engine::{Memory as Core, InjectionPolicy, ListFilter, Patch, Query};
 use crate::render::Order;
 use crate::distill::{ExtractOptions, Message};
 use crate::entry::{Micros, NewEntry};

@@ -6,7 +6,7 @@
 //! percent-encoded letters decoded), and each finding redacts the matching span of
 //! the original. An Aho-Corasick keyword scan picks the rules that can match
 //! (`prefilter.rs`); text with no candidate keyword is returned as is, borrowed.
-//! Each candidate rule runs its regex and check (`engine.rs`), over the whole text
+//! Each candidate rule runs its regex and check (`detect.rs`), over the whole text
 //! or, for long texts, only the lines around its keywords (`window.rs`);
 //! overlapping findings are resolved by priority; the survivors are replaced
 //! (`redact.rs`).
@@ -36,7 +36,7 @@
 
 mod assignment;
 mod commands;
-mod engine;
+mod detect;
 mod entropy;
 mod fold;
 mod json;
@@ -52,7 +52,7 @@ mod rule;
 mod validate;
 mod window;
 
-use engine::{engine, Engine};
+use detect::{detector, Detector};
 use prefilter::Mask;
 use std::borrow::Cow;
 use std::fmt;
@@ -94,7 +94,7 @@ pub struct Finding {
 /// - `scrub(x)` is `Cow::Borrowed(x)` exactly when `findings(x)` is empty.
 #[derive(Clone, Copy)]
 pub struct Scrubber {
-    engine: &'static Engine,
+    detector: &'static Detector,
     enabled: Mask,
     options: ScrubOptions,
 }
@@ -107,10 +107,10 @@ const MAX_PASSES: usize = 8;
 
 impl Scrubber {
     pub fn new(options: ScrubOptions) -> Scrubber {
-        let engine = engine();
+        let detector = detector();
         Scrubber {
-            engine,
-            enabled: engine.mask_for(options.secrets, options.pii),
+            detector,
+            enabled: detector.mask_for(options.secrets, options.pii),
             options,
         }
     }
@@ -142,7 +142,7 @@ impl Scrubber {
         if self.enabled == 0 {
             return Vec::new();
         }
-        self.engine.findings(text, self.enabled)
+        self.detector.findings(text, self.enabled)
     }
 
     /// Scrubs every string in `value`: values, array items, and object keys. A string
@@ -164,7 +164,7 @@ impl Scrubber {
 
     /// The labels this scrubber can emit, e.g. `github_token`, `private_key`.
     pub fn labels(&self) -> Vec<&'static str> {
-        self.engine.labels(self.enabled)
+        self.detector.labels(self.enabled)
     }
 }
 

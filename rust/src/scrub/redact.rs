@@ -50,7 +50,7 @@ pub(crate) fn mask(text: &str, spans: &[(usize, usize)]) -> String {
 }
 
 /// `text` with each finding replaced by its placeholder. `findings` must be sorted
-/// by start and not overlap (what `Engine::findings` returns).
+/// by start and not overlap (what `Detector::findings` returns).
 pub(crate) fn apply(text: &str, findings: &[Finding]) -> String {
     let mut out = String::with_capacity(text.len() + findings.len() * 24);
     let mut at = 0;

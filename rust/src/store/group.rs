@@ -17,7 +17,7 @@ use super::conn::Tx;
 use super::dedupe;
 use super::rows::{entry_values, padded_in, ENTRY_ROW, INSERT_ENTRY};
 use super::schema::OP_INSERT;
-use super::write::Written;
+use super::change_log::Written;
 use super::PreparedEntry;
 use crate::entry::Micros;
 use crate::error::{Error, Result};

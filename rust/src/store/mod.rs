@@ -8,6 +8,7 @@
 //! timeout to set; every connection is its own HTTP stream, and one that failed is
 //! replaced so that a later call reconnects.
 
+mod change_log;
 mod conn;
 mod dedupe;
 mod group;
@@ -31,9 +32,10 @@ use crate::runtime::{block_on, runtime};
 use conn::Conn;
 
 pub use read::ListFilter;
-pub use retention::{Eviction, Retention};
+pub use retention::Retention;
 pub use schema::SCHEMA_VERSION;
-pub use write::{EntryPatch, NewContent, Updated, Written};
+pub use change_log::Written;
+pub use write::{EntryPatch, NewContent, Updated};
 
 /// An entry ready to be written: validated, scrubbed, counted.
 #[derive(Debug, Clone)]

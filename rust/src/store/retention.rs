@@ -6,18 +6,10 @@ use libsql::Value;
 use super::rows::opt_text;
 use super::schema::OP_DELETE;
 use super::conn::Tx;
-use super::write::log_change;
+use super::change_log::log_change;
+use crate::config::Eviction;
 use crate::entry::Micros;
 use crate::error::Result;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Eviction {
-    /// The oldest entries by timestamp go first.
-    Oldest,
-    /// Entries no query has returned for the longest go first (never returned
-    /// counts as returned when saved).
-    LeastRecentlyReturned,
-}
 
 #[derive(Debug, Clone)]
 pub struct Retention {

@@ -8,7 +8,7 @@ use libsql::{Connection, Value};
 
 use super::rows::{self, ENTRY_COLUMNS};
 use super::schema::OP_UPDATE;
-use super::write::log_change;
+use super::change_log::log_change;
 use super::{Change, ChangeOp, Store};
 use crate::entry::Entry;
 use crate::error::{Error, Result};

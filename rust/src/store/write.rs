@@ -10,21 +10,13 @@ use super::rows::{self, entry_values, opt_text, text, ENTRY_COLUMNS, ENTRY_ROW, 
 use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
 use super::retention::{self, Retention};
 use super::conn::Tx;
+use super::change_log::{log_change, returned_id, Written};
 use super::group;
 use super::{now_micros, PreparedEntry, Store};
 use crate::entry::{Entry, Micros};
 use crate::error::{Error, Result};
 use crate::normalize::{content_key, normalize};
 use crate::runtime::block_on;
-
-/// The outcome of saving one entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Written {
-    pub id: i64,
-    /// The change that created it, or `None` when the save duplicated an entry
-    /// already stored (see `dedupe`) and its id was returned instead.
-    pub seq: Option<i64>,
-}
 
 /// The outcome of `Store::update`.
 #[derive(Debug, Clone)]
@@ -326,25 +318,6 @@ async fn stored_vector(conn: &Connection, id: i64) -> Result<Option<Vec<f32>>> {
         Some(row) => super::vectors::column(&row, 0),
         None => Ok(None),
     }
-}
-
-pub(super) async fn log_change(conn: &Tx<'_>, entry_id: i64, op: i64) -> Result<i64> {
-    returned_id(
-        conn,
-        "INSERT INTO changes (entry_id, op) VALUES (?1, ?2) RETURNING seq",
-        vec![Value::Integer(entry_id), Value::Integer(op)],
-    )
-    .await
-}
-
-/// Runs an `INSERT ... RETURNING` of one row and reads the integer it returns.
-async fn returned_id(conn: &Tx<'_>, sql: &str, params: Vec<Value>) -> Result<i64> {
-    let mut rows = conn.query_kept(sql, params).await?;
-    let row = rows
-        .next()
-        .await?
-        .ok_or_else(|| Error::Internal(format!("no row returned by {sql:?}")))?;
-    Ok(row.get(0)?)
 }
 
 /// The id of a stored entry that `e` duplicates (see `dedupe`), the oldest first.

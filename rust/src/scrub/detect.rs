@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-pub(crate) struct Engine {
+pub(crate) struct Detector {
     rules: Vec<Compiled>,
     prefilter: Prefilter,
     secrets: Mask,
@@ -38,13 +38,13 @@ struct Candidate {
 }
 
 /// The compiled tables, built on first use and shared by every `Scrubber`.
-pub(crate) fn engine() -> &'static Engine {
-    static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(Engine::build)
+pub(crate) fn detector() -> &'static Detector {
+    static DETECTOR: OnceLock<Detector> = OnceLock::new();
+    DETECTOR.get_or_init(Detector::build)
 }
 
-impl Engine {
-    fn build() -> Engine {
+impl Detector {
+    fn build() -> Detector {
         let rules: Vec<&'static Rule> = patterns::RULES
             .iter()
             .chain(known::RULES)
@@ -63,7 +63,7 @@ impl Engine {
                 Class::Pii => pii |= 1 << i,
             }
         }
-        Engine {
+        Detector {
             prefilter: Prefilter::new(&rules),
             rules: rules.iter().map(|r| compile(r)).collect(),
             secrets,

@@ -1,0 +1,296 @@
+//! Following the store's change log: `SearchIndex::follow` is the one way the
+//! index takes in changes, whether this process wrote them, another process did,
+//! or the index is being opened or rebuilt.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+
+use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
+use tantivy::index::SegmentId;
+use tantivy::Term;
+
+use super::neighbours::Neighbours;
+use super::schema::{self, Extra};
+use super::{commit, reset_writer, tail, SearchIndex, View};
+use crate::error::{Error, Result};
+use crate::store::{Change, ChangeOp, Store};
+
+/// Changes read from the log at a time.
+const PAGE: usize = 10_000;
+/// Batches at least this large skip the tail and go straight into one commit.
+const BULK_CHANGES: usize = 1_000;
+/// The most changes a caller that must not wait (`try_sync`) applies itself:
+/// a few other writers' saves, analysed into the tail in well under a
+/// millisecond. More wait for a worker.
+const NO_WAIT_CHANGES: usize = 64;
+/// The most changes of a bulk batch that go into one index commit: fewer
+/// commits cost less time and leave fewer segments to merge, but tantivy holds
+/// a commit's postings in memory (the trade-off measured is in
+/// docs/performance.md, "Bulk saves").
+const BULK_COMMIT: usize = 50_000;
+
+/// How a caller wants the index to follow the change log.
+pub enum Follow {
+    /// Changes this process just wrote. When they directly follow what the
+    /// index has, they are applied as given; otherwise another writer got in
+    /// between and the log is read from the store.
+    Local(Vec<Change>),
+    /// Everything the log holds beyond the index, waiting for any thread that
+    /// is applying changes. Cheap when nothing is new.
+    Wait,
+    /// `Wait` after this process's own bulk save: the segments it commits are
+    /// merged into one segment before it returns (a query that follows
+    /// another process's bulk save leaves that to background merges).
+    Merged,
+    /// For a caller that must not wait: `false`, having applied nothing, when
+    /// another thread is applying changes (a bulk save's indexing holds that
+    /// for seconds) or when `NO_WAIT_CHANGES` or more wait. It still takes the
+    /// locks that guard the view, which are only ever held briefly. An index
+    /// whose files are still being checked (or were found damaged) is not
+    /// searched by such a caller: `false`.
+    Try,
+    /// Every change after `applied()` straight into the writer, committed at
+    /// once: the bulk path for open and rebuild.
+    Commit,
+}
+
+impl SearchIndex {
+    /// Brings the index up to date with the change log, as `how` says. `true`
+    /// unless a `Follow::Try` declined.
+    pub fn follow(&self, store: &Store, how: Follow) -> Result<bool> {
+        match how {
+            Follow::Local(changes) => self.pull(store, Some(changes), false).map(|()| true),
+            Follow::Wait | Follow::Merged => {
+                if store.head()? > self.applied() {
+                    self.pull(store, None, matches!(how, Follow::Merged))?;
+                }
+                Ok(true)
+            }
+            Follow::Try => self.try_pull(store),
+            Follow::Commit => {
+                let _order = self.apply_lock.lock();
+                self.commit_log_locked(store).map(|()| true)
+            }
+        }
+    }
+
+    /// `Follow::Commit` for callers that hold `apply_lock`. A commit applies its
+    /// deletions to the segments, so it waits for their check first.
+    pub(super) fn commit_log_locked(&self, store: &Store) -> Result<()> {
+        let mut applied = self.applied();
+        let mut changes = store.changes_since(applied, PAGE)?;
+        if changes.is_empty() || self.ready_locked(store)? {
+            return Ok(());
+        }
+        let mut guard = self.writer.lock();
+        let writer = guard.as_mut().ok_or(Error::Closed)?;
+        let start = applied;
+        let mut neighbours = Neighbours::default();
+        loop {
+            self.apply_vectors(&changes);
+            for change in &changes {
+                if change.op != ChangeOp::Insert {
+                    writer.delete_term(Term::from_field_i64(self.fields.id, change.entry_id));
+                }
+                if let Some(entry) = &change.entry {
+                    let extra = neighbours.extra(store, entry)?;
+                    writer.add_document(schema::document(&self.fields, entry, &extra))?;
+                }
+                applied = change.seq;
+            }
+            if changes.len() < PAGE {
+                break;
+            }
+            changes = store.changes_since(applied, PAGE)?;
+        }
+        if applied > start {
+            log::info!("search index applied changes {} to {applied}", start + 1);
+            commit(writer, &self.stamp(applied)?)?;
+            let reader = self.reader.read();
+            reader.reload()?;
+            let committed = View::committed(reader.searcher())?;
+            self.view.write().show(committed);
+            self.applied.store(applied, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// `Follow::Try`.
+    fn try_pull(&self, store: &Store) -> Result<bool> {
+        if !self.health().is_sound() {
+            return Ok(false);
+        }
+        let behind = store.head()? - self.applied();
+        if behind <= 0 {
+            return Ok(true);
+        }
+        if behind >= NO_WAIT_CHANGES as i64 {
+            return Ok(false);
+        }
+        let Some(_order) = self.apply_lock.try_lock() else { return Ok(false) };
+        // Read again under the lock: more may have come since `head`.
+        let changes = store.changes_since(self.applied(), NO_WAIT_CHANGES)?;
+        if changes.len() >= NO_WAIT_CHANGES {
+            return Ok(false);
+        }
+        self.apply(store, changes, &mut Neighbours::default())?;
+        Ok(true)
+    }
+
+    fn pull(&self, store: &Store, local: Option<Vec<Change>>, merge: bool) -> Result<()> {
+        let _order = self.apply_lock.lock();
+        // Damage found: rebuilt from the log now, these changes included,
+        // rather than growing a tail that no commit could take.
+        let health = self.health();
+        if let Some(why) = health.damage() {
+            return self.rebuild_locked(store, &health, &why);
+        }
+        let applied = self.applied();
+        let mut neighbours = Neighbours::default();
+        match local {
+            Some(changes) if changes.first().is_some_and(|c| c.seq == applied + 1) => {
+                self.apply(store, changes, &mut neighbours)
+            }
+            Some(changes) if changes.last().is_some_and(|c| c.seq <= applied) => Ok(()),
+            // Read from the log a page at a time, so a long gap (another
+            // process's bulk save, or this one's) is never held whole.
+            _ => {
+                let first = store.changes_since(applied, PAGE)?;
+                if first.len() < BULK_CHANGES {
+                    return self.apply(store, first, &mut neighbours);
+                }
+                // A commit reads the segments; a rebuild leaves nothing to pull.
+                if self.ready_locked(store)? {
+                    return Ok(());
+                }
+                let before_bulk = if merge { Some(self.hold_merges()?) } else { None };
+                let pulled = self.commit_pages(store, first, &mut neighbours);
+                if let Some(before) = before_bulk {
+                    // Only an optimisation: the changes are applied either way.
+                    if let Err(err) = self.merge_new_segments(&before) {
+                        log::warn!("merging a bulk save's index segments failed: {err}");
+                    }
+                }
+                pulled
+            }
+        }
+    }
+
+    /// Writes a bulk of changes from the log into the index a page at a time,
+    /// starting with `first`, with the tail, and commits every `BULK_COMMIT`
+    /// of them and at the end. Only a page of changes is held at a time.
+    /// Callers hold `apply_lock`.
+    fn commit_pages(&self, store: &Store, first: Vec<Change>, neighbours: &mut Neighbours) -> Result<()> {
+        let mut guard = self.writer.lock();
+        let writer = guard.as_mut().ok_or(Error::Closed)?;
+        let write = || {
+            let mut upto = self.write_tail(writer)?;
+            let mut page = first;
+            let mut uncommitted = 0;
+            loop {
+                let full = page.len() == PAGE;
+                let extras = neighbours.extras(store, &page)?;
+                self.apply_vectors(&page);
+                upto = self.write_changes(writer, &page, &extras, upto)?;
+                uncommitted += page.len();
+                if !full {
+                    break;
+                }
+                if uncommitted >= BULK_COMMIT {
+                    self.commit_upto(writer, upto)?;
+                    uncommitted = 0;
+                }
+                page = store.changes_since(upto, PAGE)?;
+            }
+            self.commit_upto(writer, upto)
+        };
+        let result = write();
+        if result.is_err() {
+            self.commit_failed.store(true, Ordering::Release);
+            reset_writer(&mut guard);
+        }
+        result
+    }
+
+    /// Stops background merges while a bulk pull commits page by page, and
+    /// returns the segments that were searchable before it.
+    fn hold_merges(&self) -> Result<HashSet<SegmentId>> {
+        let guard = self.writer.lock();
+        let writer = guard.as_ref().ok_or(Error::Closed)?;
+        let before = writer.index().searchable_segment_ids()?.into_iter().collect();
+        writer.set_merge_policy(Box::new(NoMergePolicy));
+        Ok(before)
+    }
+
+    /// Merges the segments a bulk pull committed into one, then lets background
+    /// merges resume: a search over one segment is faster than over several
+    /// (docs/performance.md, "Bulk saves").
+    fn merge_new_segments(&self, before: &HashSet<SegmentId>) -> Result<()> {
+        let mut guard = self.writer.lock();
+        let writer = guard.as_mut().ok_or(Error::Closed)?;
+        writer.set_merge_policy(Box::new(LogMergePolicy::default()));
+        let new: Vec<SegmentId> = writer
+            .index()
+            .searchable_segment_ids()?
+            .into_iter()
+            .filter(|id| !before.contains(id))
+            .collect();
+        if new.len() > 1 {
+            writer.merge(&new).wait()?;
+            // Still holding the writer: a flush cannot commit and trim the tail
+            // between this reload and the swap, so the view stays consistent.
+            let reader = self.reader.read();
+            reader.reload()?;
+            let committed = View::committed(reader.searcher())?;
+            self.view.write().show(committed);
+        }
+        Ok(())
+    }
+
+    /// Applies changes that follow `applied()`: a large batch straight into
+    /// index commits, a small one into the tail. Callers hold `apply_lock`.
+    fn apply(&self, store: &Store, changes: Vec<Change>, neighbours: &mut Neighbours) -> Result<()> {
+        let applied = self.applied();
+        let changes: Vec<Change> = changes.into_iter().filter(|c| c.seq > applied).collect();
+        self.apply_vectors(&changes);
+        if changes.len() >= BULK_CHANGES {
+            if self.ready_locked(store)? {
+                return Ok(()); // rebuilt from the log, these changes included
+            }
+            // One commit per slice bounds tantivy's indexing arena (and the
+            // extras held) by the slice, not by the batch.
+            for slice in changes.chunks(BULK_COMMIT) {
+                let extras = neighbours.extras(store, slice)?;
+                self.commit_with(slice, &extras)?;
+            }
+            return Ok(());
+        }
+        let extras = neighbours.extras(store, &changes)?;
+        let mut analyzer = schema::analyzer();
+        let prepared: Vec<(Change, Extra, [Vec<String>; tail::SCORED_FIELDS])> = changes
+            .into_iter()
+            .zip(extras)
+            .map(|(c, extra)| {
+                let terms = c
+                    .entry
+                    .as_ref()
+                    .map(|e| schema::field_terms(&mut analyzer, e, &extra))
+                    .unwrap_or_default();
+                (c, extra, terms)
+            })
+            .collect();
+        let Some(last) = prepared.last().map(|(c, _, _)| c.seq) else { return Ok(()) };
+        let mut view = self.view.write();
+        for (change, extra, terms) in prepared {
+            match change.entry {
+                Some(entry) => {
+                    view.tail.upsert(entry, extra, change.seq, terms, change.op != ChangeOp::Insert);
+                }
+                None => view.tail.delete(change.entry_id, change.seq),
+            }
+        }
+        self.applied.store(last, Ordering::Release);
+        Ok(())
+    }
+
+}
