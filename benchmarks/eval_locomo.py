@@ -49,17 +49,27 @@ ANCHORS = (
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", help="the LoCoMo dev folder (default: $CONTEXTFORGE_LOCOMO_DIR "
-                   "or ../shared/data/locomo-dev beside the repository)")
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--data",
+        help="the LoCoMo dev folder (default: $CONTEXTFORGE_LOCOMO_DIR "
+        "or ../shared/data/locomo-dev beside the repository)",
+    )
     p.add_argument("--out", default=str(HERE / "results"), help="folder for eval_locomo.{md,json}")
     p.add_argument("--budget", type=int, default=512, help="token budget (default: 512)")
-    p.add_argument("--ablations", action="store_true",
-                   help="also run each lexical feature alone (the README's feature numbers)")
-    p.add_argument("--sweep", action="store_true",
-                   help="also run the settings the defaults were chosen among: fusion weights, "
-                   "RRF, MiniLM alone, MMR lambdas, reply and session weights (the README's tuning numbers)")
+    p.add_argument(
+        "--ablations",
+        action="store_true",
+        help="also run each lexical feature alone (the README's feature numbers)",
+    )
+    p.add_argument(
+        "--sweep",
+        action="store_true",
+        help="also run the settings the defaults were chosen among: fusion weights, "
+        "RRF, MiniLM alone, MMR lambdas, reply and session weights (the README's tuning numbers)",
+    )
     return p.parse_args(argv)
 
 
@@ -80,9 +90,13 @@ def bm25_runs(spec: Spec, tokens: dict[str, int], budget: int) -> dict[str, Run]
     except ImportError as err:
         print(f"skipping the BM25 baseline: {err}", file=sys.stderr)
         return None
-    analyzer = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-                .filter(tantivy.Filter.remove_long(40)).filter(tantivy.Filter.lowercase())
-                .filter(tantivy.Filter.stemmer("english")).build())
+    analyzer = (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
     runs: dict[str, Run] = {}
     for scope in sorted({q.scope for q in spec.queries if isinstance(q.scope, str)}):
         docs = [e for e in spec.entries if e.scope == scope]
@@ -107,14 +121,25 @@ def bm25_runs(spec: Spec, tokens: dict[str, int], budget: int) -> dict[str, Run]
 # Each lexical feature on its own, the others switched off (1.0 counts function
 # words fully, 0.0 drops the context and date fields, the replies' share and the
 # session boost).
-_OFF: dict[str, Any] = {"stopword_weight": 1.0, "context_weight": 0.0, "date_weight": 0.0,
-                        "reply_weight": 0.0, "session_weight": 0.0}
+_OFF: dict[str, Any] = {
+    "stopword_weight": 1.0,
+    "context_weight": 0.0,
+    "date_weight": 0.0,
+    "reply_weight": 0.0,
+    "session_weight": 0.0,
+}
 ABLATIONS: dict[str, Config] = {
     "all features off": Config(**_OFF),
-    **{f"{name} only": Config(**{**_OFF, knob: getattr(Config(), knob)})
-       for name, knob in (("function words", "stopword_weight"), ("context", "context_weight"),
-                          ("date", "date_weight"), ("replies", "reply_weight"),
-                          ("sessions", "session_weight"))},
+    **{
+        f"{name} only": Config(**{**_OFF, knob: getattr(Config(), knob)})
+        for name, knob in (
+            ("function words", "stopword_weight"),
+            ("context", "context_weight"),
+            ("date", "date_weight"),
+            ("replies", "reply_weight"),
+            ("sessions", "session_weight"),
+        )
+    },
 }
 
 
@@ -144,26 +169,41 @@ class CachedEmbedder:
 
 
 def sweep_configs(embedder: CachedEmbedder) -> dict[str, Config]:
-    hybrid = {f"hybrid, dense_weight={w}": Config(embedder=embedder, dense_weight=w)
-              for w in (0.3, 0.4, 0.6)}
-    rrf = {f"hybrid, rrf, dense_weight={w}": Config(embedder=embedder, fusion="rrf",
-                                                   dense_weight=w) for w in (0.3, 0.5)}
+    hybrid = {
+        f"hybrid, dense_weight={w}": Config(embedder=embedder, dense_weight=w)
+        for w in (0.3, 0.4, 0.6)
+    }
+    rrf = {
+        f"hybrid, rrf, dense_weight={w}": Config(embedder=embedder, fusion="rrf", dense_weight=w)
+        for w in (0.3, 0.5)
+    }
     mmr = {f"lexical, mmr_lambda={lam}": Config(mmr_lambda=lam) for lam in (0.9, 0.8, 0.7, 0.5)}
-    replies = {f"{kind}, reply_weight={g}": Config(embedder=e, reply_weight=g)
-               for g in (0.0, 0.1, 0.3)
-               for kind, e in (("lexical", None), ("hybrid", embedder))}
-    alone = {"MiniLM alone (dense_weight=1, relevance only, no replies or sessions)": Config(
-        embedder=embedder, dense_weight=1.0, recency_weight=0.0, reply_weight=0.0,
-        session_weight=0.0)}
-    sessions = {f"{kind}, session_weight={g}": Config(embedder=e, session_weight=g)
-                for g in (0.0, 0.3, 0.8)
-                for kind, e in (("lexical", None), ("hybrid", embedder))}
+    replies = {
+        f"{kind}, reply_weight={g}": Config(embedder=e, reply_weight=g)
+        for g in (0.0, 0.1, 0.3)
+        for kind, e in (("lexical", None), ("hybrid", embedder))
+    }
+    alone = {
+        "MiniLM alone (dense_weight=1, relevance only, no replies or sessions)": Config(
+            embedder=embedder,
+            dense_weight=1.0,
+            recency_weight=0.0,
+            reply_weight=0.0,
+            session_weight=0.0,
+        )
+    }
+    sessions = {
+        f"{kind}, session_weight={g}": Config(embedder=e, session_weight=g)
+        for g in (0.0, 0.3, 0.8)
+        for kind, e in (("lexical", None), ("hybrid", embedder))
+    }
     near = {"lexical, near duplicates kept": Config(duplicate_similarity=1.5)}
     return {**hybrid, **rrf, **alone, **mmr, **replies, **sessions, **near}
 
 
-async def run_all(spec: Spec, budget: int, ablations: bool = False,
-                  sweep: bool = False) -> dict[str, Report]:
+async def run_all(
+    spec: Spec, budget: int, ablations: bool = False, sweep: bool = False
+) -> dict[str, Report]:
     reports = {
         "contextforge defaults": await evaluate(spec, Config(), ks=KS, budget=budget),
     }
@@ -171,9 +211,11 @@ async def run_all(spec: Spec, budget: int, ablations: bool = False,
     embedder = None if model is None else CachedEmbedder(model)
     if embedder is not None:
         reports["contextforge hybrid (defaults + all-MiniLM-L6-v2)"] = await evaluate(
-            spec, Config(embedder=embedder), ks=KS, budget=budget)
+            spec, Config(embedder=embedder), ks=KS, budget=budget
+        )
     reports["contextforge relevance-only"] = await evaluate(
-        spec, Config(recency_weight=0.0), ks=KS, budget=budget)
+        spec, Config(recency_weight=0.0), ks=KS, budget=budget
+    )
     if ablations:
         for name, config in ABLATIONS.items():
             reports[f"contextforge, {name}"] = await evaluate(spec, config, ks=KS, budget=budget)
@@ -183,33 +225,58 @@ async def run_all(spec: Spec, budget: int, ablations: bool = False,
     runs = bm25_runs(spec, await token_counts(spec), budget)
     if runs is not None:
         reports["plain BM25 (bm25s, same stemmer)"] = score(
-            spec, runs, system="bm25s", ks=KS, budget=budget, depth=DEPTH,
-            config={"k1": 1.2, "b": 0.75, "method": "lucene", "analyzer": "tantivy english"})
+            spec,
+            runs,
+            system="bm25s",
+            ks=KS,
+            budget=budget,
+            depth=DEPTH,
+            config={"k1": 1.2, "b": 0.75, "method": "lucene", "analyzer": "tantivy english"},
+        )
     return reports
 
 
 def render(spec: Spec, reports: dict[str, Report], budget: int) -> str:
     first = next(iter(reports.values()))
     heads = [first.header(c) for c in COLUMNS]
-    lines = [f"# LoCoMo dev: {len(spec.entries)} turns, {len(spec.queries)} questions", "",
-             "| system | " + " | ".join(heads) + " |", "|---|" + "---:|" * len(heads)]
+    lines = [
+        f"# LoCoMo dev: {len(spec.entries)} turns, {len(spec.queries)} questions",
+        "",
+        "| system | " + " | ".join(heads) + " |",
+        "|---|" + "---:|" * len(heads),
+    ]
     for name, report in reports.items():
         row = report.summary()["all"]
         lines.append(f"| {name} | " + " | ".join(f"{row[c]:.3f}" for c in COLUMNS) + " |")
     for name, r5, r10 in ANCHORS:
         lines.append(f"| {name} | {r5:.3f} | {r10:.3f} | - | - |")
-    lines += ["", "## Per category", "", "| category | queries | system | " + " | ".join(heads)
-              + " |", "|---|---:|---|" + "---:|" * len(heads)]
+    lines += [
+        "",
+        "## Per category",
+        "",
+        "| category | queries | system | " + " | ".join(heads) + " |",
+        "|---|---:|---|" + "---:|" * len(heads),
+    ]
     for group in first.groups():
         for name, report in reports.items():
             row = report.summary()[group]
-            lines.append(f"| {group} | {int(row['queries'])} | {name} | "
-                         + " | ".join(f"{row[c]:.3f}" for c in COLUMNS) + " |")
+            lines.append(
+                f"| {group} | {int(row['queries'])} | {name} | "
+                + " | ".join(f"{row[c]:.3f}" for c in COLUMNS)
+                + " |"
+            )
     base, flat = reports["contextforge defaults"], reports["contextforge relevance-only"]
     cost = [(flat.overall(c) - base.overall(c)) * 100 for c in ("recall@5", "recall@budget")]
-    lines += ["", (f"Recency cost (relevance-only minus defaults): {cost[0]:+.1f} points of "
-                   f"recall@5, {cost[1]:+.1f} points of recall within {budget} tokens."), "",
-              "Loader notes: " + "; ".join(spec.notes[:2]), ""]
+    lines += [
+        "",
+        (
+            f"Recency cost (relevance-only minus defaults): {cost[0]:+.1f} points of "
+            f"recall@5, {cost[1]:+.1f} points of recall within {budget} tokens."
+        ),
+        "",
+        "Loader notes: " + "; ".join(spec.notes[:2]),
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -217,8 +284,9 @@ def main(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     data = Path(args.data) if args.data else find_locomo_dir()
     if data is None or not data.is_dir():
-        print("LoCoMo dev set not found: pass --data or set CONTEXTFORGE_LOCOMO_DIR",
-              file=sys.stderr)
+        print(
+            "LoCoMo dev set not found: pass --data or set CONTEXTFORGE_LOCOMO_DIR", file=sys.stderr
+        )
         return 2
     spec = load_locomo(data)
     reports = asyncio.run(run_all(spec, args.budget, args.ablations, args.sweep))

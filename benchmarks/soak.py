@@ -32,10 +32,32 @@ def rss_mb() -> float:
     raise RuntimeError("no VmRSS in /proc/self/status")
 
 
-WORDS = (
-    "deploy failed missing env var billing postgres quarter deadline user prefers dark "
-    "mode rate limit tuesday release wheel token cache latency budget memory scope"
-).split()
+WORDS = [
+    "deploy",
+    "failed",
+    "missing",
+    "env",
+    "var",
+    "billing",
+    "postgres",
+    "quarter",
+    "deadline",
+    "user",
+    "prefers",
+    "dark",
+    "mode",
+    "rate",
+    "limit",
+    "tuesday",
+    "release",
+    "wheel",
+    "token",
+    "cache",
+    "latency",
+    "budget",
+    "memory",
+    "scope",
+]
 
 
 async def soak(args: argparse.Namespace) -> int:
@@ -59,7 +81,9 @@ async def soak(args: argparse.Namespace) -> int:
                 entry_id = live[rng.randrange(len(live))]
                 await cf.update(entry_id, content=" ".join(rng.choices(WORDS, k=10)) + f" upd{op}")
             elif roll < 0.95:
-                await cf.query(" ".join(rng.choices(WORDS, k=3)), scope if roll < 0.8 else None, 1024)
+                await cf.query(
+                    " ".join(rng.choices(WORDS, k=3)), scope if roll < 0.8 else None, 1024
+                )
             else:
                 await cf.get(live[rng.randrange(len(live))])
             if op % args.report_every == 0:
@@ -78,8 +102,10 @@ async def soak(args: argparse.Namespace) -> int:
         print("no report after warm-up: raise --ops or lower --report-every", file=sys.stderr)
         return 2
     growth = peak - baseline
-    print(f"baseline {baseline:.1f} MB, peak {peak:.1f} MB, growth {growth:.1f} MB "
-          f"(bound {args.max_growth_mb} MB)")
+    print(
+        f"baseline {baseline:.1f} MB, peak {peak:.1f} MB, growth {growth:.1f} MB "
+        f"(bound {args.max_growth_mb} MB)"
+    )
     if growth > args.max_growth_mb:
         print("FAIL: memory grew after warm-up", file=sys.stderr)
         return 1

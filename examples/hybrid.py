@@ -15,12 +15,22 @@ from contextforge.embedders import LocalEmbedder
 async def main() -> None:
     config = Config(embedder=LocalEmbedder())  # runs in Rust: no torch, no network
     async with ContextForge.open(config) as cf:
-        await cf.save_many([
-            {"content": "We adopted a grey kitten from the shelter on Sunday", "scope": "user:1"},
-            {"content": "The staging rollout failed: the DATABASE_URL variable was missing",
-             "scope": "user:1"},
-            {"content": "Dinner on Friday is at the Thai place near the station", "scope": "user:1"},
-        ])
+        await cf.save_many(
+            [
+                {
+                    "content": "We adopted a grey kitten from the shelter on Sunday",
+                    "scope": "user:1",
+                },
+                {
+                    "content": "The staging rollout failed: the DATABASE_URL variable was missing",
+                    "scope": "user:1",
+                },
+                {
+                    "content": "Dinner on Friday is at the Thai place near the station",
+                    "scope": "user:1",
+                },
+            ]
+        )
         # No word in common with the kitten entry: BM25 alone finds nothing.
         hits = await cf.query("new pet", "user:1", 200, explain=True)
         for hit in hits:

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-
 from contextforge import ContextForge
 
 REPO = Path(__file__).resolve().parent.parent

@@ -7,10 +7,9 @@ import multiprocessing
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from contextforge import ALL_SCOPES, Config, ContextForge, InvalidInputError, NotFound
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from contextforge import ALL_SCOPES, Config, ContextForge, InvalidInputError, NotFound
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 
@@ -138,7 +137,9 @@ ITEMS = st.lists(
 )
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(items=ITEMS, scope=st.sampled_from(["a", "b"]), kind=st.sampled_from(["fact", "note"]))
 async def test_a_filtered_query_equals_the_query_on_a_filtered_store(
     items: list[tuple[str | None, str, list[str], int]], scope: str, kind: str
@@ -173,7 +174,9 @@ async def test_a_filtered_query_equals_the_query_on_a_filtered_store(
         )
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(items=ITEMS, victim=st.sampled_from(["a", "b"]))
 async def test_deleting_in_one_scope_never_touches_another(
     items: list[tuple[str | None, str, list[str], int]], victim: str
@@ -209,8 +212,11 @@ async def test_listing_100k_entries_pages_in_bounded_memory(db_path: str) -> Non
         for start in range(0, 100_000, 10_000):
             await cf.save_many(
                 [
-                    {"content": f"entry {i} " + "padding words " * 20, "dedupe": False,
-                     "timestamp": NOW + timedelta(seconds=i)}
+                    {
+                        "content": f"entry {i} " + "padding words " * 20,
+                        "dedupe": False,
+                        "timestamp": NOW + timedelta(seconds=i),
+                    }
                     for i in range(start, start + 10_000)
                 ]
             )

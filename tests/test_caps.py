@@ -12,7 +12,10 @@ NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 async def test_oldest_entries_are_evicted_within_their_scope_only() -> None:
     async with await ContextForge.open(Config(max_entries_per_scope=3)) as cf:
         other = await cf.save_many(
-            [{"content": f"other {i}", "scope": "b", "timestamp": NOW - timedelta(days=90)} for i in range(3)]
+            [
+                {"content": f"other {i}", "scope": "b", "timestamp": NOW - timedelta(days=90)}
+                for i in range(3)
+            ]
         )
         ids = [
             await cf.save(f"fact {i}", scope="a", timestamp=NOW - timedelta(days=10 - i))

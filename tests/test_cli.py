@@ -26,7 +26,12 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     argv = [*CLI, *args, *(["--db", str(db)] if db is not None else [])]
     return subprocess.run(
-        argv, input=stdin, capture_output=True, text=True, timeout=120, check=False,
+        argv,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
         env={**os.environ, **(env or {})},
     )
 
@@ -52,8 +57,14 @@ def snapshot(db: Path) -> Counter[tuple[Any, ...]]:
     """Every entry's fields but its id, as a multiset."""
     with ContextForgeSync.open(str(db)) as store:
         return Counter(
-            (h.content, h.kind, h.scope, h.session_id, json.dumps(h.metadata, sort_keys=True),
-             h.timestamp)
+            (
+                h.content,
+                h.kind,
+                h.scope,
+                h.session_id,
+                json.dumps(h.metadata, sort_keys=True),
+                h.timestamp,
+            )
             for h in store.list()
         )
 
@@ -73,16 +84,38 @@ def db(tmp_path: Path) -> Path:
 
 def test_help_lists_every_command_and_each_has_help() -> None:
     out = ok("--help")
-    commands = ["save", "query", "get", "delete", "scopes", "stats", "import", "export",
-                "distill", "eval", "mcp"]
+    commands = [
+        "save",
+        "query",
+        "get",
+        "delete",
+        "scopes",
+        "stats",
+        "import",
+        "export",
+        "distill",
+        "eval",
+        "mcp",
+    ]
     for command in commands:
         assert f"  {command} " in out
         assert "usage: contextforge " + command in ok(command, "--help").lower()
 
 
 def test_every_command_help_has_the_same_form() -> None:
-    for command in ["save", "query", "get", "delete", "scopes", "stats", "import", "export",
-                    "distill", "eval", "mcp"]:
+    for command in [
+        "save",
+        "query",
+        "get",
+        "delete",
+        "scopes",
+        "stats",
+        "import",
+        "export",
+        "distill",
+        "eval",
+        "mcp",
+    ]:
         for flag in ("--help", "-h"):
             out = ok(command, flag)
             assert out.startswith(f"Usage: contextforge {command} [OPTIONS]"), out
@@ -92,32 +125,66 @@ def test_every_command_help_has_the_same_form() -> None:
 
 def test_root_help_documents_every_exit_code() -> None:
     out = ok("--help")
-    for code, meaning in [(0, "success"), (1, "not found"), (2, "bad input"), (3, "storage error"),
-                          (4, "model error")]:
-        assert any(line.strip().startswith(f"{code}  ") and meaning in line
-                   for line in out.splitlines()), (code, out)
+    for code, meaning in [
+        (0, "success"),
+        (1, "not found"),
+        (2, "bad input"),
+        (3, "storage error"),
+        (4, "model error"),
+    ]:
+        assert any(
+            line.strip().startswith(f"{code}  ") and meaning in line for line in out.splitlines()
+        ), (code, out)
 
 
 def test_installed_script(db: Path) -> None:
     script = Path(sys.executable).with_name("contextforge")
     if not script.exists():
         pytest.skip("the contextforge script is not installed next to this interpreter")
-    done = subprocess.run([str(script), "--db", str(db), "save", "via the script"],
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [str(script), "--db", str(db), "save", "via the script"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert as_json("get", done.stdout.strip(), db=db)["content"] == "via the script"
 
 
 def test_bare_command_prints_help() -> None:
     bare = run()
-    assert "Usage: contextforge" in bare.stdout + bare.stderr and "Commands:" in bare.stdout + bare.stderr
+    assert (
+        "Usage: contextforge" in bare.stdout + bare.stderr
+        and "Commands:" in bare.stdout + bare.stderr
+    )
 
 
 def test_save_query_get_delete(db: Path) -> None:
-    first = int(ok("save", "the deploy failed: missing env var", "--scope", "project:demo",
-                   "--kind", "fact", "--session", "run-1", "--metadata", '{"source": "ci"}', db=db))
-    second = as_json("save", "deploys happen on Tuesdays", "--scope", "team:infra",
-                     "--timestamp", "2024-01-02T03:04:05Z", db=db)["id"]
+    first = int(
+        ok(
+            "save",
+            "the deploy failed: missing env var",
+            "--scope",
+            "project:demo",
+            "--kind",
+            "fact",
+            "--session",
+            "run-1",
+            "--metadata",
+            '{"source": "ci"}',
+            db=db,
+        )
+    )
+    second = as_json(
+        "save",
+        "deploys happen on Tuesdays",
+        "--scope",
+        "team:infra",
+        "--timestamp",
+        "2024-01-02T03:04:05Z",
+        db=db,
+    )["id"]
     third = int(ok("save", "the rate limit is 100 req/s", db=db))  # global
     assert len({first, second, third}) == 3
 
@@ -136,7 +203,9 @@ def test_save_query_get_delete(db: Path) -> None:
     assert [h["id"] for h in as_json("query", "deploy", "--session", "run-1", db=db)] == [first]
     old = as_json("query", "deploy", "--until", "2024-06-01", db=db)
     assert [h["id"] for h in old] == [second]
-    assert second not in {h["id"] for h in as_json("query", "deploy", "--since", "1717200000", db=db)}
+    assert second not in {
+        h["id"] for h in as_json("query", "deploy", "--since", "1717200000", db=db)
+    }
 
     explained = ok("query", "deploy", "--explain", db=db)
     assert "rank" in explained and "score" in explained and "risks" in explained
@@ -278,8 +347,17 @@ def test_distill_model_failure_is_its_own_exit_code(
 ) -> None:
     transcript = tmp_path / "call.txt"
     transcript.write_text("ann: We decided to move billing to Postgres 16.\n", encoding="utf-8")
-    result = run("distill", str(transcript), "--scope", "p", "--model", "m",
-                 "--base-url", model_server + path, db=db)
+    result = run(
+        "distill",
+        str(transcript),
+        "--scope",
+        "p",
+        "--model",
+        "m",
+        "--base-url",
+        model_server + path,
+        db=db,
+    )
     error = one_line_error(result, 4)
     assert error.startswith("Error: the model failed: ") and problem in error
     assert snapshot(db) == Counter()
@@ -296,8 +374,11 @@ def test_counts_agree_with_their_nouns(db: Path, tmp_path: Path) -> None:
     assert exported.stderr == f"exported 1 entry to {out}\n"
     assert "imported 0 of 1 record from" in ok("import", str(out), db=single)
     assert "\n1 hit, " in ok("query", "billing Postgres", "--explain", db=single)
-    old = write_jsonl(tmp_path / "old.jsonl", {"content": "gone", "expires_at": 0},
-                      {"role": "user", "content": ""})
+    old = write_jsonl(
+        tmp_path / "old.jsonl",
+        {"content": "gone", "expires_at": 0},
+        {"role": "user", "content": ""},
+    )
     text = ok("import", str(old), "--scope", "p", db=db)
     assert "1 expired entry skipped" in text and "1 empty message skipped" in text
     for line in (distilled.stderr, exported.stderr, text):
@@ -319,19 +400,35 @@ def test_eval_runs_the_shipped_smoke_spec(tmp_path: Path) -> None:
 
 def seed_varied(db: Path) -> None:
     with ContextForgeSync.open(str(db)) as store:
-        store.save_many([
-            {"content": "plain note"},
-            {"content": "a fact", "kind": "fact", "scope": "user:42", "session_id": "s-1",
-             "metadata": {"nested": {"list": [1, 2.5, None, True]}, "ünï": "cödé ✓"},
-             "timestamp": T0},
-            {"content": "a fact", "kind": "fact", "scope": "user:42", "session_id": "s-1",
-             "metadata": {"nested": {"list": [1, 2.5, None, True]}, "ünï": "cödé ✓"},
-             "timestamp": T0, "dedupe": False},
-            {"content": "line one\nline two\ttabbed", "scope": "team:a", "timestamp": 0},
-            {"content": "old", "scope": "team:a", "timestamp": T0 - timedelta(days=4000)},
-            {"content": "the password is hunter2", "scope": "user:42",
-             "metadata": {"api_key": "8f3b9c2d7e6a5b4c3d2e1f0a9b8c7d6e"}},
-        ])
+        store.save_many(
+            [
+                {"content": "plain note"},
+                {
+                    "content": "a fact",
+                    "kind": "fact",
+                    "scope": "user:42",
+                    "session_id": "s-1",
+                    "metadata": {"nested": {"list": [1, 2.5, None, True]}, "ünï": "cödé ✓"},
+                    "timestamp": T0,
+                },
+                {
+                    "content": "a fact",
+                    "kind": "fact",
+                    "scope": "user:42",
+                    "session_id": "s-1",
+                    "metadata": {"nested": {"list": [1, 2.5, None, True]}, "ünï": "cödé ✓"},
+                    "timestamp": T0,
+                    "dedupe": False,
+                },
+                {"content": "line one\nline two\ttabbed", "scope": "team:a", "timestamp": 0},
+                {"content": "old", "scope": "team:a", "timestamp": T0 - timedelta(days=4000)},
+                {
+                    "content": "the password is hunter2",
+                    "scope": "user:42",
+                    "metadata": {"api_key": "8f3b9c2d7e6a5b4c3d2e1f0a9b8c7d6e"},
+                },
+            ]
+        )
 
 
 def test_export_then_import_is_lossless(tmp_path: Path) -> None:
@@ -341,7 +438,9 @@ def test_export_then_import_is_lossless(tmp_path: Path) -> None:
     assert run("export", str(dump), db=source).returncode == 0
     lines = [json.loads(line) for line in dump.read_text(encoding="utf-8").splitlines()]
     assert len(lines) == 6
-    assert {"id", "content", "kind", "scope", "session_id", "timestamp", "metadata"} <= set(lines[0])
+    assert {"id", "content", "kind", "scope", "session_id", "timestamp", "metadata"} <= set(
+        lines[0]
+    )
 
     summary = as_json("import", str(dump), db=target)
     assert summary["added"] == 6 and summary["already_present"] == 0
@@ -363,13 +462,18 @@ def test_import_transcripts(tmp_path: Path, db: Path) -> None:
         tmp_path / "chat.jsonl",
         {"role": "user", "content": "ok"},
         {"role": "assistant", "content": "ok"},
-        {"id": "conv-7", "messages": [
-            {"role": "user", "content": "what's the plan?"},
-            {"role": "assistant", "content": [{"type": "text", "text": "ship on Friday"}]},
-            {"role": "tool", "content": None},
-        ]},
-        {"session_id": "s-9", "messages": [{"role": "user", "content": "ok",
-                                            "timestamp": "2024-05-01T10:00:00"}]},
+        {
+            "id": "conv-7",
+            "messages": [
+                {"role": "user", "content": "what's the plan?"},
+                {"role": "assistant", "content": [{"type": "text", "text": "ship on Friday"}]},
+                {"role": "tool", "content": None},
+            ],
+        },
+        {
+            "session_id": "s-9",
+            "messages": [{"role": "user", "content": "ok", "timestamp": "2024-05-01T10:00:00"}],
+        },
     )
     summary = as_json("import", str(chat), "--scope", "user:42", db=db)
     assert summary["added"] == 5 and summary["empty_messages_skipped"] == 1
@@ -379,7 +483,13 @@ def test_import_transcripts(tmp_path: Path, db: Path) -> None:
     assert [e.content for e in entries] == ["ok", "ok", "what's the plan?", "ship on Friday", "ok"]
     assert {e.kind for e in entries} == {"message"} and {e.scope for e in entries} == {"user:42"}
     assert [e.session_id for e in entries] == [None, None, "conv-7", "conv-7", "s-9"]
-    assert [e.metadata["role"] for e in entries] == ["user", "assistant", "user", "assistant", "user"]
+    assert [e.metadata["role"] for e in entries] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert entries[4].timestamp == datetime(2024, 5, 1, 10, tzinfo=timezone.utc)
     assert entries[0].timestamp < entries[1].timestamp < entries[2].timestamp  # file order kept
 

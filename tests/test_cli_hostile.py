@@ -48,8 +48,17 @@ def test_export_refuses_the_database_and_its_files(tmp_path: Path, db: Path) -> 
     os.link(db, hard)
     soft = tmp_path / "soft.jsonl"
     soft.symlink_to(db)
-    targets = [str(db), f"{db}-wal", f"{db}-shm", f"{db}-journal", str(hard), str(soft),
-               os.path.relpath(db), str(tmp_path / "." / "memory.db"), f"{db}.index/meta.json"]
+    targets = [
+        str(db),
+        f"{db}-wal",
+        f"{db}-shm",
+        f"{db}-journal",
+        str(hard),
+        str(soft),
+        os.path.relpath(db),
+        str(tmp_path / "." / "memory.db"),
+        f"{db}.index/meta.json",
+    ]
     for target in targets:
         for force in ([], ["--force"]):
             error = one_line_error(run("export", target, *force, db=db), 2)
@@ -62,8 +71,14 @@ def test_export_refuses_the_database_and_its_files(tmp_path: Path, db: Path) -> 
 def test_export_to_stdout_appended_to_the_database_is_refused(db: Path) -> None:
     before = snapshot(db)
     with open(db, "ab") as out:
-        done = subprocess.run([*CLI, "export", "--db", str(db)], stdout=out, stderr=subprocess.PIPE,
-                              text=True, timeout=120, check=False)
+        done = subprocess.run(
+            [*CLI, "export", "--db", str(db)],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
     assert done.returncode == 2 and "stdout is that file" in done.stderr
     unchanged(db, before)
 
@@ -158,9 +173,11 @@ def test_expiry_survives_export_and_import(tmp_path: Path) -> None:
 
 def test_import_skips_entries_already_expired(tmp_path: Path) -> None:
     target = tmp_path / "t.db"
-    old = write_jsonl(tmp_path / "old.jsonl",
-                      {"content": "long gone", "expires_at": "2001-01-01T00:00:00Z"},
-                      {"content": "still here", "expires_at": "2999-01-01T00:00:00Z"})
+    old = write_jsonl(
+        tmp_path / "old.jsonl",
+        {"content": "long gone", "expires_at": "2001-01-01T00:00:00Z"},
+        {"content": "still here", "expires_at": "2999-01-01T00:00:00Z"},
+    )
     summary = as_json("import", str(old), db=target)
     assert summary["added"] == 1 and summary["expired_skipped"] == 1
     with ContextForgeSync.open(str(target)) as store:
@@ -177,8 +194,12 @@ def test_import_scope_refuses_records_naming_another_scope(
     tmp_path: Path, db: Path, foreign: str | None
 ) -> None:
     before = snapshot(db)
-    file = write_jsonl(tmp_path / "x.jsonl", {"content": "mine", "scope": "user:1"},
-                       {"content": "no scope given"}, {"content": "theirs", "scope": foreign})
+    file = write_jsonl(
+        tmp_path / "x.jsonl",
+        {"content": "mine", "scope": "user:1"},
+        {"content": "no scope given"},
+        {"content": "theirs", "scope": foreign},
+    )
     error = one_line_error(run("import", str(file), "--scope", "user:1", db=db), 2)
     assert "x.jsonl:3:" in error and "--keep-scopes" in error
     unchanged(db, before)
@@ -191,27 +212,42 @@ def test_import_scope_refuses_records_naming_another_scope(
 
 
 def test_import_scope_confines_records_without_one_and_messages(tmp_path: Path, db: Path) -> None:
-    file = write_jsonl(tmp_path / "x.jsonl", {"content": "no scope"},
-                       {"role": "user", "content": "hello", "scope": "user:2"},
-                       {"messages": [{"role": "user", "content": "hi"}]})
+    file = write_jsonl(
+        tmp_path / "x.jsonl",
+        {"content": "no scope"},
+        {"role": "user", "content": "hello", "scope": "user:2"},
+        {"messages": [{"role": "user", "content": "hi"}]},
+    )
     assert as_json("import", str(file), "--scope", "user:1", db=db)["added"] == 3
     assert as_json("scopes", db=db) == [{"scope": "user:1", "entries": 4}]
     assert "--keep-scopes needs --scope" in one_line_error(
-        run("import", str(file), "--keep-scopes", db=db), 2)
+        run("import", str(file), "--keep-scopes", db=db), 2
+    )
 
 
 # --- #10 terminal injection ---------------------------------------------------------
 
-HOSTILE = ("clear\x1b[2J\x1b[H title\x1b]0;pwned\x07 link\x1b]8;;http://evil.example\x1b\\here"
-           "\x1b]8;;\x1b\\ c1\x9b31m del\x7f cr\rover bidi\u202eevil\u2066x\u2069\u200f")
+HOSTILE = (
+    "clear\x1b[2J\x1b[H title\x1b]0;pwned\x07 link\x1b]8;;http://evil.example\x1b\\here"
+    "\x1b]8;;\x1b\\ c1\x9b31m del\x7f cr\rover bidi\u202eevil\u2066x\u2069\u200f"
+)
 
 
 def test_human_output_shows_control_and_bidi_characters_as_escapes(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     with ContextForgeSync.open(str(db)) as store:
         # Labels cannot hold control characters (the engine refuses them), but bidi ones.
-        entry = str(int(store.save(HOSTILE, "kind\u202e", scope="user\u202e:1", session_id="s\u2066",
-                                   metadata={"note": "\x1b]0;t\x07\x9b\u202e"})))
+        entry = str(
+            int(
+                store.save(
+                    HOSTILE,
+                    "kind\u202e",
+                    scope="user\u202e:1",
+                    session_id="s\u2066",
+                    metadata={"note": "\x1b]0;t\x07\x9b\u202e"},
+                )
+            )
+        )
     outputs = [
         ok("query", "clear", db=db),
         ok("query", "clear", "--explain", db=db),
@@ -258,8 +294,10 @@ def test_errors_show_hostile_text_as_escapes(tmp_path: Path, db: Path) -> None:
 @pytest.mark.parametrize(
     ("body", "problem"),
     [
-        ('{"content": "x", "metadata": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}\n",
-         "nested too deeply"),
+        (
+            '{"content": "x", "metadata": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}\n",
+            "nested too deeply",
+        ),
         ('{"content": "x", "metadata": {"a": ' + "[" * 500 + "]" * 500 + "}}\n", "nested deeper"),
         ('{"content": "x", "metadata": {"n": ' + "9" * 5000 + "}}\n", "invalid JSON"),
     ],
@@ -280,8 +318,12 @@ def test_a_line_longer_than_the_cap_is_refused_after_reading_the_cap(db: Path) -
     chunk = b"x" * (1 << 20)
     offered = 4 * MAX_LINE_BYTES // len(chunk)
     written = 0
-    with subprocess.Popen([*CLI, "import", "-", "--db", str(db)], stdin=subprocess.PIPE,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+    with subprocess.Popen(
+        [*CLI, "import", "-", "--db", str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    ) as proc:
         assert proc.stdin is not None and proc.stderr is not None
         stdin = proc.stdin
 
@@ -372,8 +414,11 @@ def test_scrub_pii_flag(tmp_path: Path) -> None:
         content = as_json("get", entry, db=db)["content"]
         assert "@example.com" not in content and "REDACTED" in content
 
-    lines = write_jsonl(tmp_path / "pii.jsonl", {"content": "call dave@example.com"},
-                        {"role": "user", "content": "I am erin@example.com"})
+    lines = write_jsonl(
+        tmp_path / "pii.jsonl",
+        {"content": "call dave@example.com"},
+        {"role": "user", "content": "I am erin@example.com"},
+    )
     target = tmp_path / "t.db"
     assert as_json("import", str(lines), "--scrub-pii", db=target)["added"] == 2
     with ContextForgeSync.open(Config(path=str(target))) as store:

@@ -20,8 +20,15 @@ def entries(db: Path) -> dict[int, tuple[Any, ...]]:
     """Every entry by id: its fields but the id."""
     with ContextForgeSync.open(str(db)) as store:
         return {
-            h.id: (h.content, h.kind, h.scope, h.session_id,
-                   json.dumps(h.metadata, sort_keys=True), h.timestamp, h.expires_at)
+            h.id: (
+                h.content,
+                h.kind,
+                h.scope,
+                h.session_id,
+                json.dumps(h.metadata, sort_keys=True),
+                h.timestamp,
+                h.expires_at,
+            )
             for h in store.list()
         }
 
@@ -30,18 +37,37 @@ def seed_with_gaps(db: Path) -> None:
     """Seven entries, then 2 and 5 deleted: ids 1, 3, 4, 6, 7, two of them equal
     but for their id (saved with dedupe=False)."""
     with ContextForgeSync.open(str(db)) as store:
-        store.save_many([
-            {"content": "the first note", "scope": "user:1", "timestamp": T0},
-            {"content": "deleted later", "timestamp": T0},
-            {"content": "a fact", "kind": "fact", "scope": "user:1", "session_id": "s1",
-             "metadata": {"k": [1, 2]}, "timestamp": T0 + timedelta(seconds=1)},
-            {"content": "a fact", "kind": "fact", "scope": "user:1", "session_id": "s1",
-             "metadata": {"k": [1, 2]}, "timestamp": T0 + timedelta(seconds=1), "dedupe": False},
-            {"content": "deleted too", "timestamp": T0},
-            {"content": "expires one day", "scope": "team:a", "timestamp": T0,
-             "expires_at": datetime.now(timezone.utc) + timedelta(days=30)},
-            {"content": "the newest note", "timestamp": T0 + timedelta(days=1)},
-        ])
+        store.save_many(
+            [
+                {"content": "the first note", "scope": "user:1", "timestamp": T0},
+                {"content": "deleted later", "timestamp": T0},
+                {
+                    "content": "a fact",
+                    "kind": "fact",
+                    "scope": "user:1",
+                    "session_id": "s1",
+                    "metadata": {"k": [1, 2]},
+                    "timestamp": T0 + timedelta(seconds=1),
+                },
+                {
+                    "content": "a fact",
+                    "kind": "fact",
+                    "scope": "user:1",
+                    "session_id": "s1",
+                    "metadata": {"k": [1, 2]},
+                    "timestamp": T0 + timedelta(seconds=1),
+                    "dedupe": False,
+                },
+                {"content": "deleted too", "timestamp": T0},
+                {
+                    "content": "expires one day",
+                    "scope": "team:a",
+                    "timestamp": T0,
+                    "expires_at": datetime.now(timezone.utc) + timedelta(days=30),
+                },
+                {"content": "the newest note", "timestamp": T0 + timedelta(days=1)},
+            ]
+        )
         assert store.delete_many([2, 5]) == [True, True]
 
 
@@ -56,7 +82,9 @@ def test_import_into_an_empty_store_keeps_every_id(tmp_path: Path) -> None:
     source, target, dump = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "dump.jsonl"
     seed_with_gaps(source)
     ok("export", str(dump), db=source)
-    assert [json.loads(line)["id"] for line in dump.read_text().splitlines()][0] == 7  # newest first
+    assert (
+        next(json.loads(line)["id"] for line in dump.read_text().splitlines()) == 7
+    )  # newest first
 
     summary = as_json("import", str(dump), db=target)
     assert summary == {**summary, "added": 5, "ids": "kept", "remapped": 0, "duplicates": 0}
@@ -94,8 +122,14 @@ def test_import_into_a_non_empty_store_renumbers_in_id_order_and_maps_the_ids(
     summary = as_json("import", str(dump), "--id-map", str(mapping), db=target)
     # Ids 3 and 4 hold equal entries: dedupe (the default) keeps one, and both map
     # to it. New ids follow the old ones' order; 4 happens to stay 4.
-    assert summary == {**summary, "added": 4, "duplicates": 1, "ids": "renumbered",
-                       "remapped": 4, "id_map": str(mapping)}
+    assert summary == {
+        **summary,
+        "added": 4,
+        "duplicates": 1,
+        "ids": "renumbered",
+        "remapped": 4,
+        "id_map": str(mapping),
+    }
     pairs = read_map(mapping)
     assert [(p["old"], p["new"]) for p in pairs] == [(1, 3), (3, 4), (4, 4), (6, 5), (7, 6)]
     before, after = entries(source), entries(target)
@@ -104,11 +138,15 @@ def test_import_into_a_non_empty_store_renumbers_in_id_order_and_maps_the_ids(
 
     text = run("import", str(dump), db=target)  # a re-run: nothing to add; no map asked for
     assert text.returncode == 0, text.stderr
-    assert "imported 0 of 5 records" in text.stdout and "4 already present, 1 duplicate" in text.stdout
+    assert (
+        "imported 0 of 5 records" in text.stdout and "4 already present, 1 duplicate" in text.stdout
+    )
 
     copies = tmp_path / "c.db"
     ok("save", "already in the target", db=copies)
-    kept = as_json("import", str(dump), "--no-dedupe", "--id-map", str(mapping), "--force", db=copies)
+    kept = as_json(
+        "import", str(dump), "--no-dedupe", "--id-map", str(mapping), "--force", db=copies
+    )
     assert kept == {**kept, "added": 5, "duplicates": 0, "remapped": 3}  # 3 and 4 stay
     assert [p["new"] for p in read_map(mapping)] == [2, 3, 4, 5, 6]
 
@@ -118,7 +156,9 @@ def test_renumbering_without_a_map_warns_and_a_duplicate_maps_to_the_stored_entr
 ) -> None:
     target = tmp_path / "b.db"
     ok("save", "unrelated", db=target)
-    equal = ok("save", "the office is in Lyon", "--scope", "u", "--timestamp", "2020-01-01", db=target)
+    equal = ok(
+        "save", "the office is in Lyon", "--scope", "u", "--timestamp", "2020-01-01", db=target
+    )
     dump = write_jsonl(
         tmp_path / "dump.jsonl",
         {"id": 9, "content": "the office is  in Lyon", "scope": "u", "timestamp": T0.isoformat()},
@@ -131,8 +171,15 @@ def test_renumbering_without_a_map_warns_and_a_duplicate_maps_to_the_stored_entr
     assert len(warning) == 1 and warning[0].startswith("Warning: 2 entries got a new id")
 
     mapping = tmp_path / "map.jsonl"
-    write_jsonl(dump, {"id": 9, "content": "the office is  in Lyon", "scope": "u",
-                       "timestamp": (T0 + timedelta(hours=1)).isoformat()})
+    write_jsonl(
+        dump,
+        {
+            "id": 9,
+            "content": "the office is  in Lyon",
+            "scope": "u",
+            "timestamp": (T0 + timedelta(hours=1)).isoformat(),
+        },
+    )
     summary = as_json("import", str(dump), "--id-map", str(mapping), db=target)
     assert summary == {**summary, "added": 0, "duplicates": 1, "remapped": 1}
     assert read_map(mapping) == [{"old": 9, "new": int(equal)}]
@@ -145,14 +192,22 @@ def test_renumbering_without_a_map_warns_and_a_duplicate_maps_to_the_stored_entr
         ([{"content": "a", "id": "5"}], 1, "'id' must be a positive integer, got a string"),
         ([{"content": "a", "id": True}], 1, "'id' must be a positive integer"),
         ([{"content": "a", "id": 2**63}], 1, "below 2**63"),
-        ([{"content": "a", "id": 3}, {"content": "b", "id": 3}], 2, "id 3 was already given on line 1"),
+        (
+            [{"content": "a", "id": 3}, {"content": "b", "id": 3}],
+            2,
+            "id 3 was already given on line 1",
+        ),
     ],
 )
-def test_bad_ids_are_refused(tmp_path: Path, records: list[object], line: int, problem: str) -> None:
+def test_bad_ids_are_refused(
+    tmp_path: Path, records: list[object], line: int, problem: str
+) -> None:
     db = tmp_path / "m.db"
     ok("save", "keep me", db=db)
     before = snapshot(db)
-    error = one_line_error(run("import", str(write_jsonl(tmp_path / "f.jsonl", *records)), db=db), 2)
+    error = one_line_error(
+        run("import", str(write_jsonl(tmp_path / "f.jsonl", *records)), db=db), 2
+    )
     assert f"f.jsonl:{line}:" in error and problem in error
     assert snapshot(db) == before
 
@@ -167,7 +222,8 @@ def test_id_map_is_written_safely(tmp_path: Path) -> None:
     assert taken.read_text() == "precious\n"
     assert not as_json("scopes", db=db)  # nothing was imported
     assert "--dry-run" in one_line_error(
-        run("import", str(dump), "--id-map", str(tmp_path / "new.jsonl"), "--dry-run", db=db), 2)
+        run("import", str(dump), "--id-map", str(tmp_path / "new.jsonl"), "--dry-run", db=db), 2
+    )
     ok("import", str(dump), "--id-map", str(taken), "--force", db=db)
     assert read_map(taken) == [{"old": 1, "new": 1}]
 
@@ -206,12 +262,18 @@ def test_save_says_whether_it_stored_the_entry(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     first = as_json("save", "ok", "--scope", "u", "--session", "s1", db=db)
     assert first["created"] is True
-    assert as_json("save", "ok ", "--scope", "u", "--session", "s1", db=db) == {**first, "created": False}
+    assert as_json("save", "ok ", "--scope", "u", "--session", "s1", db=db) == {
+        **first,
+        "created": False,
+    }
     other = as_json("save", "ok", "--scope", "u", "--session", "s2", db=db)
     assert other["created"] is True and other["id"] != first["id"]
     again = run("save", "ok", "--scope", "u", "--session", "s1", db=db)
     assert again.stdout.strip() == str(first["id"])
-    assert again.stderr.startswith(f"already stored as {first['id']}") and again.stderr.count("\n") == 1
+    assert (
+        again.stderr.startswith(f"already stored as {first['id']}")
+        and again.stderr.count("\n") == 1
+    )
     assert as_json("save", "ok", "--scope", "u", "--session", "s1", "--no-dedupe", db=db)["created"]
 
 
@@ -237,8 +299,12 @@ def test_messages_read_created_at_and_create_time(tmp_path: Path) -> None:
         datetime(2024, 5, 1, 10, 0, 0, 500000, tzinfo=timezone.utc),
         datetime(1970, 1, 1, tzinfo=timezone.utc),  # timestamp comes first
     ]
-    bad = write_jsonl(tmp_path / "bad.jsonl", {"role": "user", "content": "x", "create_time": "soon"})
-    assert "bad.jsonl:1: 'create_time'" in one_line_error(run("import", str(bad), "--scope", "u", db=db), 2)
+    bad = write_jsonl(
+        tmp_path / "bad.jsonl", {"role": "user", "content": "x", "create_time": "soon"}
+    )
+    assert "bad.jsonl:1: 'create_time'" in one_line_error(
+        run("import", str(bad), "--scope", "u", db=db), 2
+    )
 
 
 def test_undated_messages_take_their_neighbours_time_in_order(tmp_path: Path) -> None:
@@ -246,21 +312,31 @@ def test_undated_messages_take_their_neighbours_time_in_order(tmp_path: Path) ->
     t1, t2 = "2024-05-01T10:00:00+00:00", "2024-05-01T11:00:00+00:00"
     f = write_jsonl(
         tmp_path / "chat.jsonl",
-        {"id": "c1", "messages": [
-            {"role": "user", "content": "before any date"},
-            {"role": "assistant", "content": "dated one", "created_at": t1},
-            {"role": "user", "content": "undated middle"},
-            {"role": "assistant", "content": "dated two", "created_at": t2},
-            {"role": "user", "content": "undated last"},
-        ]},
+        {
+            "id": "c1",
+            "messages": [
+                {"role": "user", "content": "before any date"},
+                {"role": "assistant", "content": "dated one", "created_at": t1},
+                {"role": "user", "content": "undated middle"},
+                {"role": "assistant", "content": "dated two", "created_at": t2},
+                {"role": "user", "content": "undated last"},
+            ],
+        },
         # Loose lines of one session are one transcript too.
         {"role": "user", "content": "loose undated", "session_id": "s"},
         {"role": "user", "content": "loose dated", "session_id": "s", "timestamp": t1},
     )
     ok("import", str(f), "--scope", "u", db=db)
     got = {m.content: m.timestamp.isoformat() for m in messages(db)}
-    assert got == {"before any date": t1, "dated one": t1, "undated middle": t1, "dated two": t2,
-                   "undated last": t2, "loose undated": t1, "loose dated": t1}
+    assert got == {
+        "before any date": t1,
+        "dated one": t1,
+        "undated middle": t1,
+        "dated two": t2,
+        "undated last": t2,
+        "loose undated": t1,
+        "loose dated": t1,
+    }
     with ContextForgeSync.open(str(db)) as store:  # newest first, ties by the higher id
         listed = [h.content for h in store.list(session_id="c1")]
     assert listed == ["undated last", "dated two", "undated middle", "dated one", "before any date"]
@@ -270,9 +346,13 @@ def test_undated_messages_take_their_neighbours_time_in_order(tmp_path: Path) ->
 def test_system_messages_are_skipped_unless_asked(tmp_path: Path) -> None:
     f = write_jsonl(
         tmp_path / "chat.jsonl",
-        {"messages": [{"role": "system", "content": "You are a helpful assistant."},
-                      {"role": "developer", "content": "Answer briefly."},
-                      {"role": "user", "content": "hello"}]},
+        {
+            "messages": [
+                {"role": "system", "content": "You are a helpful assistant."},
+                {"role": "developer", "content": "Answer briefly."},
+                {"role": "user", "content": "hello"},
+            ]
+        },
         {"role": "System", "content": "loose system prompt"},
     )
     db = tmp_path / "m.db"
@@ -287,9 +367,11 @@ def test_system_messages_are_skipped_unless_asked(tmp_path: Path) -> None:
 
 def test_a_json_array_of_messages_is_one_transcript(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
-    chat = [{"role": "user", "content": "what's the plan?", "created_at": "2024-05-01T10:00:00Z"},
-            {"role": "assistant", "content": "ship on Friday"},
-            {"role": "system", "content": "be brief"}]
+    chat = [
+        {"role": "user", "content": "what's the plan?", "created_at": "2024-05-01T10:00:00Z"},
+        {"role": "assistant", "content": "ship on Friday"},
+        {"role": "system", "content": "be brief"},
+    ]
     f = tmp_path / "chat.json"
     f.write_text("\ufeff" + json.dumps(chat, indent=2), encoding="utf-8")  # several lines, a BOM
     summary = as_json("import", str(f), "--scope", "u", "--session", "c", db=db)
@@ -297,8 +379,12 @@ def test_a_json_array_of_messages_is_one_transcript(tmp_path: Path) -> None:
     got = messages(db)
     assert [m.content for m in got] == ["what's the plan?", "ship on Friday"]
     assert {m.timestamp for m in got} == {datetime(2024, 5, 1, 10, tzinfo=timezone.utc)}
-    assert [m.metadata["message_index"] for m in got] == [0, 1] and {m.session_id for m in got} == {"c"}
-    assert as_json("import", str(f), "--scope", "u", "--session", "c", db=db)["already_present"] == 2
+    assert [m.metadata["message_index"] for m in got] == [0, 1] and {m.session_id for m in got} == {
+        "c"
+    }
+    assert (
+        as_json("import", str(f), "--scope", "u", "--session", "c", db=db)["already_present"] == 2
+    )
 
     stdin = run("import", "-", "--scope", "v", "--json", db=db, stdin=json.dumps(chat))
     assert json.loads(stdin.stdout)["added"] == 2
@@ -340,8 +426,11 @@ def test_a_json_array_file_is_capped_like_a_line(tmp_path: Path) -> None:
 
 def test_a_transcript_without_scope_warns_once(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
-    f = write_jsonl(tmp_path / "chat.jsonl", {"role": "user", "content": "hi"},
-                    {"role": "assistant", "content": "hello"})
+    f = write_jsonl(
+        tmp_path / "chat.jsonl",
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+    )
     result = run("import", str(f), "--json", db=db)
     assert result.returncode == 0 and json.loads(result.stdout)["added"] == 2
     lines = result.stderr.strip().splitlines()

@@ -4,7 +4,6 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-
 from contextforge import Config, ContextForge, InvalidInputError, InvalidTypeError, _core
 
 

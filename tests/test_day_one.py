@@ -9,7 +9,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-
 from contextforge import Config, ContextForge, Hit, InvalidInputError, StorageError
 
 NOW = datetime.now(timezone.utc)
@@ -32,17 +31,39 @@ async def test_hits_are_values(mem: ContextForge) -> None:
     assert copy.copy(got) == got and copy.deepcopy(got) == got
     d = got.to_dict()
     assert d["id"] == saved and d["metadata"] == {"b": 1, "a": [1, 2]} and d["score"] is None
-    assert list(d) == ["id", "content", "kind", "scope", "session_id", "timestamp", "tokens",
-                       "metadata", "score", "expires_at", "updated_at", "risks"]
+    assert list(d) == [
+        "id",
+        "content",
+        "kind",
+        "scope",
+        "session_id",
+        "timestamp",
+        "tokens",
+        "metadata",
+        "score",
+        "expires_at",
+        "updated_at",
+        "risks",
+    ]
     assert json.loads(json.dumps(d, default=str))["content"] == "the deploy failed"
-    assert repr(got) == f"Hit(id={saved}, score=None, scope='s', kind='note', content='the deploy failed')"
-    assert [h async for h in mem.list(scope="s")][0].score is None
+    assert (
+        repr(got)
+        == f"Hit(id={saved}, score=None, scope='s', kind='note', content='the deploy failed')"
+    )
+    listed = [h async for h in mem.list(scope="s")]
+    assert listed[0].score is None
 
 
 def test_a_hit_can_be_built_by_hand() -> None:
     ts = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
     fake = Hit(7, "a fact", "fact", scope="user:1", timestamp=ts, metadata={"k": "v"}, score=0.5)
-    assert (fake.id, fake.kind, fake.scope, fake.timestamp, fake.metadata) == (7, "fact", "user:1", ts, {"k": "v"})
+    assert (fake.id, fake.kind, fake.scope, fake.timestamp, fake.metadata) == (
+        7,
+        "fact",
+        "user:1",
+        ts,
+        {"k": "v"},
+    )
     assert fake.score == 0.5 and fake.expires_at is None
     assert pickle.loads(pickle.dumps(fake)) == fake
     with pytest.raises(InvalidInputError):
@@ -88,11 +109,13 @@ async def test_scrub_false_stores_values_as_given(mem: ContextForge) -> None:
 
 async def test_save_many_keeps_given_ids(db_path: str) -> None:
     async with ContextForge.open(db_path) as cf:
-        saved = await cf.save_many([
-            {"id": 5, "content": "five", "scope": "s"},
-            {"id": 2, "content": "two", "scope": "s"},
-            {"id": 9, "content": "five", "scope": "s"},  # never deduplicated
-        ])
+        saved = await cf.save_many(
+            [
+                {"id": 5, "content": "five", "scope": "s"},
+                {"id": 2, "content": "two", "scope": "s"},
+                {"id": 9, "content": "five", "scope": "s"},  # never deduplicated
+            ]
+        )
         assert [int(s) for s in saved] == [5, 2, 9] and all(s.created for s in saved)
         fresh = await cf.save("after the restore", scope="s")
         assert fresh == 10  # ids go on after the highest
@@ -179,10 +202,15 @@ def test_speaker_lines_in_a_text_transcript() -> None:
     from contextforge.distill.transcript import coerce_transcript
 
     assert coerce_transcript("Alice: I prefer dark mode\n\nMary Ann: noted, dark it is\n") == [
-        ("Alice", "I prefer dark mode"), ("Mary Ann", "noted, dark it is")]
+        ("Alice", "I prefer dark mode"),
+        ("Mary Ann", "noted, dark it is"),
+    ]
     # A lone label-like line in prose is not a speaker.
     assert coerce_transcript("Note: the deploy failed\nretry tomorrow\ncheck the logs") == [
-        (None, "Note: the deploy failed"), (None, "retry tomorrow"), (None, "check the logs")]
+        (None, "Note: the deploy failed"),
+        (None, "retry tomorrow"),
+        (None, "check the logs"),
+    ]
 
 
 async def test_citations_are_checked_however_they_are_written(mem: ContextForge) -> None:
@@ -190,5 +218,10 @@ async def test_citations_are_checked_however_they_are_written(mem: ContextForge)
 
     saved = await mem.save("the launch moved to Friday", scope="s")
     block = await mem.context("launch", "s", 512)
-    assert verify_citations(f"It moved [mem:{saved}] [MEM:{saved}] [mem: {saved}] [mem:0{saved}]", block) == []
+    assert (
+        verify_citations(
+            f"It moved [mem:{saved}] [MEM:{saved}] [mem: {saved}] [mem:0{saved}]", block
+        )
+        == []
+    )
     assert verify_citations("See [MEM:999] and [mem: 998].", block) == ["mem:999", "mem:998"]

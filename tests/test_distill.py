@@ -4,7 +4,6 @@ server, scrubbing before the model, deduplication and atomicity."""
 from __future__ import annotations
 
 import pytest
-
 from contextforge import ContextForge, InvalidInputError
 from contextforge.distill import DistillError
 

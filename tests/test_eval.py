@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from contextforge import Config, InvalidInputError
+from contextforge.cli.evaluate import _coerce
 from contextforge.evaluation import (
     Run,
     SpecError,
@@ -27,7 +28,6 @@ from contextforge.evaluation import (
     smoke_spec,
     spec_from_dict,
 )
-from contextforge.cli.evaluate import _coerce
 from contextforge.evaluation.cli import config_from_pairs, main
 from contextforge.evaluation.locomo import ENV_VAR
 
@@ -46,23 +46,59 @@ def tiny() -> dict[str, Any]:
     return {
         "name": "tiny",
         "entries": [
-            {"id": "k1", "content": "Ana: I blend a kiwi smoothie every morning.",
-             "scope": "u:ana", "session_id": "s1", "timestamp": "2024-01-01T08:00:00Z"},
-            {"id": "k2", "content": "Ana: My brother Rui hates kiwi.", "scope": "u:ana",
-             "session_id": "s1", "timestamp": 1704103200},
-            {"id": "k3", "content": "Ana: The bike needs new brakes before Sunday.",
-             "scope": "u:ana", "session_id": "s2", "timestamp": "2024-02-01T09:00:00",
-             "kind": "fact", "metadata": {"source": "chat"}},
-            {"id": 4, "content": "Bo: kiwi smoothie kiwi smoothie every morning.",
-             "scope": "u:bo", "session_id": "s9", "timestamp": "2024-03-01T00:00:00+02:00"},
+            {
+                "id": "k1",
+                "content": "Ana: I blend a kiwi smoothie every morning.",
+                "scope": "u:ana",
+                "session_id": "s1",
+                "timestamp": "2024-01-01T08:00:00Z",
+            },
+            {
+                "id": "k2",
+                "content": "Ana: My brother Rui hates kiwi.",
+                "scope": "u:ana",
+                "session_id": "s1",
+                "timestamp": 1704103200,
+            },
+            {
+                "id": "k3",
+                "content": "Ana: The bike needs new brakes before Sunday.",
+                "scope": "u:ana",
+                "session_id": "s2",
+                "timestamp": "2024-02-01T09:00:00",
+                "kind": "fact",
+                "metadata": {"source": "chat"},
+            },
+            {
+                "id": 4,
+                "content": "Bo: kiwi smoothie kiwi smoothie every morning.",
+                "scope": "u:bo",
+                "session_id": "s9",
+                "timestamp": "2024-03-01T00:00:00+02:00",
+            },
         ],
         "queries": [
-            {"id": "q1", "text": "kiwi smoothie", "scope": "u:ana", "relevant": ["k1"],
-             "category": "food"},
-            {"id": "q2", "text": "who dislikes kiwi", "scope": "u:ana",
-             "relevant": ["k1", "k2"], "category": "food"},
-            {"id": "q3", "text": "bike brakes", "scope": ["u:ana", None], "relevant": ["k3"],
-             "now": "2024-02-02T00:00:00Z"},
+            {
+                "id": "q1",
+                "text": "kiwi smoothie",
+                "scope": "u:ana",
+                "relevant": ["k1"],
+                "category": "food",
+            },
+            {
+                "id": "q2",
+                "text": "who dislikes kiwi",
+                "scope": "u:ana",
+                "relevant": ["k1", "k2"],
+                "category": "food",
+            },
+            {
+                "id": "q3",
+                "text": "bike brakes",
+                "scope": ["u:ana", None],
+                "relevant": ["k3"],
+                "now": "2024-02-02T00:00:00Z",
+            },
         ],
     }
 
@@ -93,7 +129,10 @@ def test_spec_reads_ids_timestamps_and_defaults(tmp_path: Path) -> None:
     spec = load_spec(path)
     assert [e.id for e in spec.entries] == ["k1", "k2", "k3", "4"]
     assert [e.timestamp for e in spec.entries] == [
-        utc(2024, 1, 1, 8), utc(2024, 1, 1, 10), utc(2024, 2, 1, 9), utc(2024, 2, 29, 22)
+        utc(2024, 1, 1, 8),
+        utc(2024, 1, 1, 10),
+        utc(2024, 2, 1, 9),
+        utc(2024, 2, 29, 22),
     ]
     assert spec.entries[0].kind == "note" and spec.entries[2].kind == "fact"
     assert spec.entries[2].metadata == {"source": "chat"}
@@ -160,13 +199,24 @@ async def test_budget_recall_counts_only_what_fits() -> None:
 async def test_recency_follows_the_query_clock() -> None:
     data = {
         "entries": [
-            {"id": "old", "content": "the office moved to Porto", "scope": "t",
-             "session_id": "a", "timestamp": "2023-01-01T00:00:00Z"},
-            {"id": "new", "content": "the office moved to Braga", "scope": "t",
-             "session_id": "b", "timestamp": "2024-01-01T00:00:00Z"},
+            {
+                "id": "old",
+                "content": "the office moved to Porto",
+                "scope": "t",
+                "session_id": "a",
+                "timestamp": "2023-01-01T00:00:00Z",
+            },
+            {
+                "id": "new",
+                "content": "the office moved to Braga",
+                "scope": "t",
+                "session_id": "b",
+                "timestamp": "2024-01-01T00:00:00Z",
+            },
         ],
-        "queries": [{"id": "q", "text": "where did the office move", "scope": "t",
-                     "relevant": ["new"]}],
+        "queries": [
+            {"id": "q", "text": "where did the office move", "scope": "t", "relevant": ["new"]}
+        ],
     }
     report = await evaluate(spec_from_dict(data), Config(recency_weight=1.0), ks=(1,))
     assert report.overall("recall@1") == 1.0
@@ -208,13 +258,15 @@ def test_report_table_and_json() -> None:
     assert lines[0].endswith("| MRR | ndcg@1 | ndcg@2 | recall@64tok |")
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| all", "| food", "| uncategorized"]
     # nDCG@2: q1 1/log2(3) = 0.631, q2 1 / (1 + 1/log2(3)) = 0.613, q3 0.
-    assert lines[2] == ("| all | 3 | 0.167 | 0.500 | 0.333 | 0.667 | 0.500 | 0.333 | 0.415 "
-                        "| 0.333 |")
+    assert lines[2] == (
+        "| all | 3 | 0.167 | 0.500 | 0.333 | 0.667 | 0.500 | 0.333 | 0.415 | 0.333 |"
+    )
     data = json.loads(report.to_json())
     assert data["summary"]["food"]["recall@2"] == 0.75
     assert data["queries"][0]["ranked"] == ["k2", "k1"]
     assert report.table(["recall@2", "recall@budget"]).splitlines()[0] == (
-        "| category | queries | recall@2 | recall@64tok |")
+        "| category | queries | recall@2 | recall@64tok |"
+    )
     with pytest.raises(ValueError, match="unknown metrics"):
         report.table(["recall@3"])
 
@@ -227,8 +279,19 @@ def test_cli_prints_table_and_writes_json(
 ) -> None:
     spec, out = tmp_path / "spec.json", tmp_path / "report.json"
     spec.write_text(json.dumps(tiny()))
-    args = [str(spec), "--k", "1,2", "--budget", "64", "--report", str(out),
-            "--config", "recency_weight=0", "--config", "depth=20"]
+    args = [
+        str(spec),
+        "--k",
+        "1,2",
+        "--budget",
+        "64",
+        "--report",
+        str(out),
+        "--config",
+        "recency_weight=0",
+        "--config",
+        "depth=20",
+    ]
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("## tiny: 3 queries, budget 64 tokens\n")
@@ -255,7 +318,9 @@ def test_cli_shows_spec_text_with_control_characters_escaped(
     assert "| food\\x1b[2J |" in printed
 
 
-def test_the_spec_format_doc_example_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_spec_format_doc_example_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     doc = (Path(__file__).parent.parent / "docs" / "eval-spec.md").read_text(encoding="utf-8")
     blocks = doc.split("```json\n")[1:]
     assert blocks, "docs/eval-spec.md shows no JSON spec"
@@ -269,9 +334,17 @@ def test_the_spec_format_doc_example_runs(tmp_path: Path, capsys: pytest.Capture
 
 @pytest.mark.parametrize(
     "args",
-    [[], ["missing.json"], ["SPEC", "--k", "x"], ["SPEC", "--k", "0"], ["SPEC", "--budget", "0"],
-     ["SPEC", "--config", "path=/tmp/x"], ["SPEC", "--config", "depth=deep"],
-     ["SPEC", "--config", "recency_weight=-1"], ["SPEC", "--json", "out.json"]],
+    [
+        [],
+        ["missing.json"],
+        ["SPEC", "--k", "x"],
+        ["SPEC", "--k", "0"],
+        ["SPEC", "--budget", "0"],
+        ["SPEC", "--config", "path=/tmp/x"],
+        ["SPEC", "--config", "depth=deep"],
+        ["SPEC", "--config", "recency_weight=-1"],
+        ["SPEC", "--json", "out.json"],
+    ],
 )
 def test_cli_bad_input_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
@@ -312,8 +385,12 @@ def test_parse_locomo_datetime(text: str, expected: datetime) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["8 May 2023", "1:56 pm on 8 Mayo, 2023", "1:56 pm on 31 June, 2023",
-     "13:56 pm on 8 May, 2023"],
+    [
+        "8 May 2023",
+        "1:56 pm on 8 Mayo, 2023",
+        "1:56 pm on 31 June, 2023",
+        "13:56 pm on 8 May, 2023",
+    ],
 )
 def test_parse_locomo_datetime_refuses(text: str) -> None:
     with pytest.raises(SpecError):
@@ -322,14 +399,20 @@ def test_parse_locomo_datetime_refuses(text: str) -> None:
 
 def test_load_locomo_protocol(tmp_path: Path) -> None:
     conv = {
-        "speaker_a": "Ana", "speaker_b": "Rui",
+        "speaker_a": "Ana",
+        "speaker_b": "Rui",
         "session_2_date_time": "12:05 am on 9 June, 2023",
         "session_2": [{"speaker": "Rui", "dia_id": "D2:1", "text": "Got a new bike!"}],
         "session_1_date_time": "1:56 pm on 8 May, 2023",
         "session_1": [
             {"speaker": "Ana", "dia_id": "D1:1", "text": "Hi Rui!"},
-            {"speaker": "Rui", "dia_id": "D1:2", "text": "Look at this.",
-             "blip_caption": "a photo of a cat", "img_url": ["x"]},
+            {
+                "speaker": "Rui",
+                "dia_id": "D1:2",
+                "text": "Look at this.",
+                "blip_caption": "a photo of a cat",
+                "img_url": ["x"],
+            },
         ],
         "session_3_date_time": "1:00 pm on 1 July, 2023",
         "session_1_summary": "not a session",
@@ -337,8 +420,12 @@ def test_load_locomo_protocol(tmp_path: Path) -> None:
             {"question": "Ana said hi?", "answer": "x", "evidence": ["D1:1"], "category": 2},
             {"question": "Cat and bike?", "answer": "x", "evidence": ["D1:2; D2:1"], "category": 1},
             {"question": "Bike?", "answer": "x", "evidence": ["D:2:1", "D9:9"], "category": 4},
-            {"question": "Adversarial", "adversarial_answer": "x", "evidence": ["D1:1"],
-             "category": 5},
+            {
+                "question": "Adversarial",
+                "adversarial_answer": "x",
+                "evidence": ["D1:1"],
+                "category": 5,
+            },
             {"question": "No evidence", "answer": "x", "evidence": [], "category": 3},
             {"question": "Broken", "answer": "x", "evidence": ["D"], "category": 3},
         ],

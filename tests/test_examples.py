@@ -46,7 +46,7 @@ TIMEOUT = 120
 # Blocks
 # ---------------------------------------------------------------------------
 
-_FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
+_FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _NOT_RUN = re.compile(r"<!--\s*not run:\s*(.*?)\s*-->\s*$")
 
 
@@ -94,7 +94,8 @@ def test_every_doc_has_runnable_code() -> None:
 def snippet_env(directory: Path) -> dict[str, str]:
     """The environment of a block: nothing from this machine's model or database setup."""
     env = {
-        k: v for k, v in os.environ.items()
+        k: v
+        for k, v in os.environ.items()
         if not k.startswith(("OPENAI_", "CONTEXTFORGE_", "LIBSQL_", "MCP_"))
         and k not in ("XDG_DATA_HOME",)
     }
@@ -123,7 +124,13 @@ def test_block_runs(block: Block, tmp_path: Path) -> None:
 
 def run(block: Block, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
     result = subprocess.run(
-        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT,
+        argv,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=TIMEOUT,
         stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 0, (
@@ -140,9 +147,21 @@ def test_python_blocks_type_check(tmp_path: Path) -> None:
         path.write_text(block.code)
         files.append(str(path))
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary",
-         "--cache-dir", str(REPO / ".mypy_cache"), *files],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-error-summary",
+            "--cache-dir",
+            str(REPO / ".mypy_cache"),
+            *files,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -167,8 +186,11 @@ class _Services:
 def services(code: str, directory: Path, env: dict[str, str]) -> Iterator[_Services]:
     """Starts what ``code`` reads from its environment; yields a check to run after it."""
     found = _Services()
-    with _maybe_chat(code, env, found), _maybe_sqld(code, directory, env), \
-            _maybe_mcp(code, directory, env):
+    with (
+        _maybe_chat(code, env, found),
+        _maybe_sqld(code, directory, env),
+        _maybe_mcp(code, directory, env),
+    ):
         yield found
 
 
@@ -217,7 +239,11 @@ def _maybe_mcp(code: str, directory: Path, env: dict[str, str]) -> Iterator[None
     with log.open("w") as out:
         server = subprocess.Popen(
             [str(BIN / "contextforge"), *MCP_ARGS, "--port", str(port)],
-            cwd=directory, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+            cwd=directory,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
         )
     try:
         deadline = time.monotonic() + 60
@@ -253,8 +279,12 @@ def free_port() -> int:
 # the number of messages; each message of five words or more becomes a fact, its
 # kind guessed from a keyword. Requests must look like OpenAIChatDistiller's.
 
-_KINDS = [("actually", "correction"), ("decided", "decision"), ("prefer", "preference"),
-          ("now", "state")]
+_KINDS = [
+    ("actually", "correction"),
+    ("decided", "decision"),
+    ("prefer", "preference"),
+    ("now", "state"),
+]
 
 
 def fake_model(body: dict[str, Any]) -> dict[str, Any]:
@@ -263,7 +293,7 @@ def fake_model(body: dict[str, Any]) -> dict[str, Any]:
     assert roles == ["system", "user"], roles
     assert body.get("response_format", {}).get("type") in ("json_schema", "json_object", None)
     user = body["messages"][1]["content"]
-    match = re.search(r"<transcript>\n(.*)\n</transcript>", user, re.S)
+    match = re.search(r"<transcript>\n(.*)\n</transcript>", user, re.DOTALL)
     assert match, user
     lines = [line for line in match.group(1).splitlines() if line.strip()]
     facts = []
@@ -275,9 +305,16 @@ def fake_model(body: dict[str, Any]) -> dict[str, Any]:
         facts.append({"kind": kind, "text": text})
     answer = {"summary": f"A conversation of {len(lines)} messages.", "facts": facts}
     return {
-        "id": "chatcmpl-docs", "object": "chat.completion", "model": body["model"],
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": json.dumps(answer)}}],
+        "id": "chatcmpl-docs",
+        "object": "chat.completion",
+        "model": body["model"],
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": json.dumps(answer)},
+            }
+        ],
     }
 
 
@@ -342,8 +379,13 @@ def test_example_runs(example: Path, tmp_path: Path) -> None:
     env = snippet_env(tmp_path)
     with services(example.read_text(), tmp_path, env) as check:
         result = subprocess.run(
-            [sys.executable, str(example)], cwd=tmp_path, env=env, capture_output=True,
-            text=True, timeout=TIMEOUT,
+            [sys.executable, str(example)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            check=False,
+            text=True,
+            timeout=TIMEOUT,
         )
         assert result.returncode == 0, result.stdout + result.stderr
         check()
@@ -424,6 +466,7 @@ def test_importing_the_package_loads_no_model_client() -> None:
         "from contextforge import OpenAIChatDistiller\n"
         "assert 'httpx' in sys.modules\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=TIMEOUT)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, check=False, text=True, timeout=TIMEOUT
+    )
     assert result.returncode == 0, result.stderr

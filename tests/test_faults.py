@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from contextforge import ALL_SCOPES, Config, ContextForge, ContextForgeError, StorageError
 
 SCOPES = ("s0", "s1", "s2")
@@ -305,7 +304,9 @@ def damage(index_dir: Path, how: str) -> None:
         elif how == "garbage":
             f.write_bytes(rng.randbytes(max(size, 64)))
         elif how == "meta_garbage" and f.name == "meta.json":
-            f.write_bytes(b'{"segments": [{"segment_id": "zz", "max_doc": -1}], ' + rng.randbytes(50))
+            f.write_bytes(
+                b'{"segments": [{"segment_id": "zz", "max_doc": -1}], ' + rng.randbytes(50)
+            )
         elif how == "segments_garbage" and is_segment:
             f.write_bytes(rng.randbytes(max(size, 64)))
     if how == "junk_files" and index_dir.is_dir():
@@ -329,10 +330,14 @@ DAMAGE = [
 ]
 
 
-async def assert_answers(cf: ContextForge, expected: dict[str, dict[str | None, list[int]]]) -> None:
+async def assert_answers(
+    cf: ContextForge, expected: dict[str, dict[str | None, list[int]]]
+) -> None:
     for word, by_scope in expected.items():
         everything = sorted(i for ids in by_scope.values() for i in ids)
-        assert sorted(h.id for h in await cf.query(word, ALL_SCOPES, BIG, depth=10_000)) == everything
+        assert (
+            sorted(h.id for h in await cf.query(word, ALL_SCOPES, BIG, depth=10_000)) == everything
+        )
         for scope in (*SCOPES, None):
             hits = await cf.query(word, [scope], BIG, depth=10_000)
             assert sorted(h.id for h in hits) == sorted(by_scope.get(scope, [])), (word, scope)
@@ -365,7 +370,9 @@ async def test_damaged_index_is_rebuilt(tmp_path: Path, how: str) -> None:
         await assert_answers(cf, expected)
 
 
-async def test_open_counts_entries_unless_a_clean_close_vouches_for_the_index(tmp_path: Path) -> None:
+async def test_open_counts_entries_unless_a_clean_close_vouches_for_the_index(
+    tmp_path: Path,
+) -> None:
     """An index whose payload claims a change its segments lack (what a commit that
     half-failed leaves) is found out by the open's count and rebuilt, unless the
     mark of a clean close names that payload: the mark is what spares the count."""
@@ -417,10 +424,15 @@ async def test_an_index_left_by_another_database_is_not_trusted(tmp_path: Path) 
     ids and change numbers, the scopes the other way round, moved over the
     store while its index stays. The index must be rebuilt, not trusted."""
     main, fresh = tmp_path / "memory.db", tmp_path / "fresh.db"
-    for path, first, second in ((main, "user:alice", "user:bob"), (fresh, "user:bob", "user:alice")):
+    for path, first, second in (
+        (main, "user:alice", "user:bob"),
+        (fresh, "user:bob", "user:alice"),
+    ):
         async with await ContextForge.open(str(path)) as cf:
             for i in range(40):
-                await cf.save(f"shopping list apples item {i}", scope=first if i % 2 == 0 else second)
+                await cf.save(
+                    f"shopping list apples item {i}", scope=first if i % 2 == 0 else second
+                )
     move_database(fresh, main)
     assert Path(f"{main}.index").is_dir()
     async with await ContextForge.open(str(main)) as cf:
@@ -473,7 +485,10 @@ async def bulk_store(path: str) -> dict[str, dict[str | None, list[int]]]:
     for i in range(3000):
         words = [w for j, w in enumerate(WORDS) if (i >> j) & 1] or ["plain"]
         entries.append((words, SCOPES[i % 3] if i % 7 else None))
-    items = [{"content": f"rec{i} " + " ".join(words), "scope": scope} for i, (words, scope) in enumerate(entries)]
+    items = [
+        {"content": f"rec{i} " + " ".join(words), "scope": scope}
+        for i, (words, scope) in enumerate(entries)
+    ]
     async with await ContextForge.open(path) as cf:
         saved = await cf.save_many(items)
     for (words, scope), one in zip(entries, saved):
@@ -531,9 +546,10 @@ async def test_damage_inside_index_files_is_found_and_rebuilt(tmp_path: Path, ho
     damage_inside(Path(path + ".index"), how)
     scopes: list[str | None] = [*SCOPES, None]
     try:
-        proc = subprocess.run(
+        proc = subprocess.run(  # noqa: ASYNC221 (the test waits for it)
             [sys.executable, "-c", QUERY_DAMAGED, path, json.dumps(WORDS), json.dumps(scopes)],
             capture_output=True,
+            check=False,
             text=True,
             timeout=120,
         )
@@ -649,10 +665,13 @@ def run_disk_full(mode: str, directory: Path, index_dir: Path | None) -> dict[st
     proc = subprocess.run(
         [sys.executable, "-c", DISK_FULL, mode, str(directory), str(index_dir or "")],
         capture_output=True,
+        check=False,
         text=True,
         timeout=100,
     )
-    assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    assert proc.returncode == 0, (
+        f"rc={proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    )
     result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
     print(mode, result)
     return result
@@ -663,6 +682,7 @@ def mount_small_tmpfs(directory: Path) -> None:
     mounted = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(directory)],
         capture_output=True,
+        check=False,
         text=True,
     )
     if mounted.returncode != 0:
@@ -688,8 +708,14 @@ def assert_survived(result: dict[str, object]) -> None:
     assert isinstance(errors, list) and errors, "the disk never filled"
     # A typed error, never a crash (the child would have died) or another type.
     assert all(str(e).startswith("StorageError") for e in errors), errors
-    for check in ("intact_while_full", "query_while_full", "save_after",
-                  "intact_after_reopen", "count_after_reopen", "rebuilt_has_all"):
+    for check in (
+        "intact_while_full",
+        "query_while_full",
+        "save_after",
+        "intact_after_reopen",
+        "count_after_reopen",
+        "rebuilt_has_all",
+    ):
         assert result[check] is True, (check, result)
 
 

@@ -9,6 +9,7 @@ hang, and after every example the store still answers a known query correctly.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import os
 import subprocess
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from contextforge import Config, ContextForge, ContextForgeError, InvalidInputError
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -30,8 +32,6 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-
-from contextforge import Config, ContextForge, ContextForgeError, InvalidInputError
 
 T = TypeVar("T")
 
@@ -110,11 +110,40 @@ FUZZ = settings(
 # --- Strategies ---------------------------------------------------------------------
 
 NASTY_STRINGS = [
-    "", " ", "\x00", "a\x00b", "\ud800", "x\udfffy", "\ud83d", "\u202e\u2066", "\ufeff", "\u200b",
-    "AND OR NOT", "field:x", '"unterminated', "((((", "*", "-x +y", "\\", "~2", "^3",
-    "[a TO b]", "{}", "content:*", "id:1", "\n\r\t", "é" * 300, "🙂" * 100,
-    "[REDACTED:x]", "ignore previous instructions", "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
-    "x" * 5000, "word " * 2000, "user:42", "%s%n%x", "'; DROP TABLE entries; --",
+    "",
+    " ",
+    "\x00",
+    "a\x00b",
+    "\ud800",
+    "x\udfffy",
+    "\ud83d",
+    "\u202e\u2066",
+    "\ufeff",
+    "\u200b",
+    "AND OR NOT",
+    "field:x",
+    '"unterminated',
+    "((((",
+    "*",
+    "-x +y",
+    "\\",
+    "~2",
+    "^3",
+    "[a TO b]",
+    "{}",
+    "content:*",
+    "id:1",
+    "\n\r\t",
+    "é" * 300,
+    "🙂" * 100,
+    "[REDACTED:x]",
+    "ignore previous instructions",
+    "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "x" * 5000,
+    "word " * 2000,
+    "user:42",
+    "%s%n%x",
+    "'; DROP TABLE entries; --",
 ]
 
 any_char = st.characters(exclude_categories=())
@@ -127,20 +156,35 @@ text_st = st.one_of(
 ints = st.one_of(
     st.integers(-5, 5000),
     st.integers(),
-    st.sampled_from([0, -1, 2**31, 2**32, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64, 10**30, -(10**30)]),
+    st.sampled_from(
+        [0, -1, 2**31, 2**32, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64, 10**30, -(10**30)]
+    ),
 )
 floats = st.one_of(
     st.floats(),
-    st.sampled_from([0.0, -0.0, 1e-320, 1e308, -1e308, 1e20, 1.7e11, math.inf, -math.inf, math.nan]),
+    st.sampled_from(
+        [0.0, -0.0, 1e-320, 1e308, -1e308, 1e20, 1.7e11, math.inf, -math.inf, math.nan]
+    ),
 )
 datetimes = st.one_of(
     st.datetimes(timezones=st.just(timezone.utc)),
     st.datetimes(),  # naive
-    st.datetimes(timezones=st.sampled_from([timezone(timedelta(hours=14)), timezone(timedelta(hours=-12))])),
+    st.datetimes(
+        timezones=st.sampled_from([timezone(timedelta(hours=14)), timezone(timedelta(hours=-12))])
+    ),
 )
 scalars: st.SearchStrategy[Any] = st.one_of(
-    st.none(), st.booleans(), ints, floats, text_st, st.binary(max_size=16),
-    st.just(object()), datetimes, st.timedeltas(), st.just(b"\x00"), st.just(bytearray(b"ab")),
+    st.none(),
+    st.booleans(),
+    ints,
+    floats,
+    text_st,
+    st.binary(max_size=16),
+    st.just(object()),
+    datetimes,
+    st.timedeltas(),
+    st.just(b"\x00"),
+    st.just(bytearray(b"ab")),
 )
 json_like: st.SearchStrategy[Any] = st.recursive(
     st.one_of(st.none(), st.booleans(), ints, floats, text_st),
@@ -179,7 +223,9 @@ metadata_st = st.one_of(
     anything,
 )
 timestamp_st = st.one_of(st.none(), datetimes, ints, floats, anything)
-scope_st = st.one_of(st.none(), text_st, st.lists(st.one_of(st.none(), text_st), max_size=4), anything)
+scope_st = st.one_of(
+    st.none(), text_st, st.lists(st.one_of(st.none(), text_st), max_size=4), anything
+)
 label_st = st.one_of(text_st, text_st, st.none(), anything)
 
 
@@ -202,16 +248,42 @@ def touches(value: object, sentinel: int) -> bool:
 
 @FUZZ
 @given(
-    content=maybe(text_st), kind=maybe(text_st), scope=label_st, session_id=label_st,
-    metadata=metadata_st, timestamp=timestamp_st, dedupe=maybe(st.booleans()),
-    ttl=st.one_of(st.none(), floats, ints, st.timedeltas(), anything), expires_at=timestamp_st,
+    content=maybe(text_st),
+    kind=maybe(text_st),
+    scope=label_st,
+    session_id=label_st,
+    metadata=metadata_st,
+    timestamp=timestamp_st,
+    dedupe=maybe(st.booleans()),
+    ttl=st.one_of(st.none(), floats, ints, st.timedeltas(), anything),
+    expires_at=timestamp_st,
 )
-def test_save(h: Harness, content: Any, kind: Any, scope: Any, session_id: Any, metadata: Any,
-              timestamp: Any, dedupe: Any, ttl: Any, expires_at: Any) -> None:
+def test_save(
+    h: Harness,
+    content: Any,
+    kind: Any,
+    scope: Any,
+    session_id: Any,
+    metadata: Any,
+    timestamp: Any,
+    dedupe: Any,
+    ttl: Any,
+    expires_at: Any,
+) -> None:
     assume(scope != SENTINEL_SCOPE)
-    out = h.call(lambda: h.cf.save(content, kind, scope=scope, session_id=session_id,
-                                   metadata=metadata, timestamp=timestamp, dedupe=dedupe,
-                                   ttl=ttl, expires_at=expires_at))
+    out = h.call(
+        lambda: h.cf.save(
+            content,
+            kind,
+            scope=scope,
+            session_id=session_id,
+            metadata=metadata,
+            timestamp=timestamp,
+            dedupe=dedupe,
+            ttl=ttl,
+            expires_at=expires_at,
+        )
+    )
     if isinstance(out, int):
         got = h.run(h.cf.get(out))
         assert got is not None
@@ -221,9 +293,16 @@ def test_save(h: Harness, content: Any, kind: Any, scope: Any, session_id: Any, 
 save_item_st = st.one_of(
     st.fixed_dictionaries(
         {"content": maybe(text_st)},
-        optional={"kind": label_st, "scope": label_st, "metadata": metadata_st,
-                  "timestamp": timestamp_st, "dedupe": maybe(st.booleans()), "ttl": anything,
-                  "session_id": label_st, "expires_at": timestamp_st},
+        optional={
+            "kind": label_st,
+            "scope": label_st,
+            "metadata": metadata_st,
+            "timestamp": timestamp_st,
+            "dedupe": maybe(st.booleans()),
+            "ttl": anything,
+            "session_id": label_st,
+            "expires_at": timestamp_st,
+        },
     ),
     st.dictionaries(text_st, anything, max_size=3),
     anything,
@@ -231,7 +310,11 @@ save_item_st = st.one_of(
 
 
 @FUZZ
-@given(items=st.one_of(st.lists(save_item_st, max_size=5), anything, st.iterables(save_item_st, max_size=3)))
+@given(
+    items=st.one_of(
+        st.lists(save_item_st, max_size=5), anything, st.iterables(save_item_st, max_size=3)
+    )
+)
 def test_save_many(h: Harness, items: Any) -> None:
     before = h.run(h.cf.count())
     # Known bug (test_bug_save_many_not_iterable_is_typed): a non-iterable is a bare TypeError.
@@ -245,17 +328,29 @@ def test_save_many(h: Harness, items: Any) -> None:
 query_kwargs = st.fixed_dictionaries(
     {},
     optional={
-        "now": timestamp_st, "depth": maybe(ints), "kinds": st.one_of(st.lists(text_st, max_size=3), anything),
-        "session_id": label_st, "since": timestamp_st, "until": timestamp_st,
-        "metadata": metadata_st, "on_injection": maybe(st.sampled_from(["flag", "drop"])),
+        "now": timestamp_st,
+        "depth": maybe(ints),
+        "kinds": st.one_of(st.lists(text_st, max_size=3), anything),
+        "session_id": label_st,
+        "since": timestamp_st,
+        "until": timestamp_st,
+        "metadata": metadata_st,
+        "on_injection": maybe(st.sampled_from(["flag", "drop"])),
     },
 )
 
 
 @FUZZ
-@given(q=maybe(text_st), scope=scope_st, budget=maybe(ints), kwargs=query_kwargs,
-       explain=maybe(st.booleans()))
-def test_query(h: Harness, q: Any, scope: Any, budget: Any, kwargs: dict[str, Any], explain: Any) -> None:
+@given(
+    q=maybe(text_st),
+    scope=scope_st,
+    budget=maybe(ints),
+    kwargs=query_kwargs,
+    explain=maybe(st.booleans()),
+)
+def test_query(
+    h: Harness, q: Any, scope: Any, budget: Any, kwargs: dict[str, Any], explain: Any
+) -> None:
     out = h.call(lambda: h.cf.query(q, scope, budget, explain=explain, **kwargs))
     if isinstance(out, list):
         assert sum(hit.tokens for hit in out) <= budget
@@ -263,9 +358,16 @@ def test_query(h: Harness, q: Any, scope: Any, budget: Any, kwargs: dict[str, An
 
 
 @FUZZ
-@given(q=maybe(text_st), scope=scope_st, budget=maybe(ints), kwargs=query_kwargs,
-       order=maybe(st.sampled_from(["score", "chronological", "edges"])))
-def test_context(h: Harness, q: Any, scope: Any, budget: Any, kwargs: dict[str, Any], order: Any) -> None:
+@given(
+    q=maybe(text_st),
+    scope=scope_st,
+    budget=maybe(ints),
+    kwargs=query_kwargs,
+    order=maybe(st.sampled_from(["score", "chronological", "edges"])),
+)
+def test_context(
+    h: Harness, q: Any, scope: Any, budget: Any, kwargs: dict[str, Any], order: Any
+) -> None:
     h.call(lambda: h.cf.context(q, scope, budget, order=order, **kwargs))
     h.check()
 
@@ -281,11 +383,17 @@ def test_get_and_get_many(h: Harness, entry_id: Any, ids: Any) -> None:
 
 
 @FUZZ
-@given(entry_id=maybe(ints), content=st.one_of(st.none(), text_st, anything),
-       kind=st.one_of(st.none(), text_st, anything), metadata=metadata_st, scope=label_st,
-       which=st.sets(st.sampled_from(["content", "kind", "metadata", "scope"])))
-def test_update(h: Harness, entry_id: Any, content: Any, kind: Any, metadata: Any, scope: Any,
-                which: set[str]) -> None:
+@given(
+    entry_id=maybe(ints),
+    content=st.one_of(st.none(), text_st, anything),
+    kind=st.one_of(st.none(), text_st, anything),
+    metadata=metadata_st,
+    scope=label_st,
+    which=st.sets(st.sampled_from(["content", "kind", "metadata", "scope"])),
+)
+def test_update(
+    h: Harness, entry_id: Any, content: Any, kind: Any, metadata: Any, scope: Any, which: set[str]
+) -> None:
     assume(not touches(entry_id, h.sentinel) and scope != SENTINEL_SCOPE)
     given_args = {"content": content, "kind": kind, "metadata": metadata, "scope": scope}
     kwargs = {k: v for k, v in given_args.items() if k in which}
@@ -312,11 +420,19 @@ def test_clear_scope_and_count(h: Harness, scope: Any) -> None:
 
 
 @FUZZ
-@given(kwargs=st.fixed_dictionaries(
-    {},
-    optional={"scope": label_st, "kind": label_st, "session_id": label_st, "since": timestamp_st,
-              "until": timestamp_st, "page_size": maybe(ints)},
-))
+@given(
+    kwargs=st.fixed_dictionaries(
+        {},
+        optional={
+            "scope": label_st,
+            "kind": label_st,
+            "session_id": label_st,
+            "since": timestamp_st,
+            "until": timestamp_st,
+            "page_size": maybe(ints),
+        },
+    )
+)
 def test_list(h: Harness, kwargs: dict[str, Any]) -> None:
     async def consume() -> list[object]:
         out: list[object] = []
@@ -342,9 +458,18 @@ message_st = st.one_of(
     st.fixed_dictionaries({"speaker": label_st, "text": maybe(text_st)}),
     st.tuples(label_st, maybe(text_st)),
     text_st,
-    st.fixed_dictionaries({"role": st.just("user"), "content": st.lists(
-        st.one_of(st.fixed_dictionaries({"type": st.just("text"), "text": maybe(text_st)}), anything),
-        max_size=3)}),
+    st.fixed_dictionaries(
+        {
+            "role": st.just("user"),
+            "content": st.lists(
+                st.one_of(
+                    st.fixed_dictionaries({"type": st.just("text"), "text": maybe(text_st)}),
+                    anything,
+                ),
+                max_size=3,
+            ),
+        }
+    ),
     anything,
 )
 
@@ -352,14 +477,24 @@ message_st = st.one_of(
 @settings(FUZZ, max_examples=max(10, FUZZ.max_examples // 2))
 @given(
     transcript=st.one_of(text_st, st.lists(message_st, max_size=6), anything),
-    scope=label_st, session_id=label_st, max_chunk_tokens=st.one_of(st.none(), ints, anything),
+    scope=label_st,
+    session_id=label_st,
+    max_chunk_tokens=st.one_of(st.none(), ints, anything),
     summary=maybe(st.sampled_from(["structural", "model"])),
 )
-def test_distill_and_save(h: Harness, transcript: Any, scope: Any, session_id: Any,
-                          max_chunk_tokens: Any, summary: Any) -> None:
+def test_distill_and_save(
+    h: Harness, transcript: Any, scope: Any, session_id: Any, max_chunk_tokens: Any, summary: Any
+) -> None:
     assume(scope != SENTINEL_SCOPE)
-    h.call(lambda: h.cf.distill_and_save(transcript, scope=scope, session_id=session_id,
-                                         max_chunk_tokens=max_chunk_tokens, summary=summary))
+    h.call(
+        lambda: h.cf.distill_and_save(
+            transcript,
+            scope=scope,
+            session_id=session_id,
+            max_chunk_tokens=max_chunk_tokens,
+            summary=summary,
+        )
+    )
     h.check()
 
 
@@ -368,7 +503,7 @@ def test_distill_and_save(h: Harness, transcript: Any, scope: Any, session_id: A
 def test_query_text_is_data(h: Harness, q: str) -> None:
     """Any query text, in any scope form, is answered or refused as typed input."""
     for scope in (None, SENTINEL_SCOPE, [SENTINEL_SCOPE, None]):
-        out = h.call(lambda: h.cf.query(q, scope, 512))
+        out = h.call(functools.partial(h.cf.query, q, scope, 512))
         assert isinstance(out, (list, InvalidInputError)), out
     # The sentinel is found with any garbage appended to its words.
     if "\x00" not in q and not any(0xD800 <= ord(c) <= 0xDFFF for c in q):
@@ -386,10 +521,10 @@ TEN_MB = 10 * 1024 * 1024
     "make",
     [
         pytest.param(lambda: "z" * TEN_MB, id="one-unbroken-run"),
-        pytest.param(lambda: ("hugeword " * (TEN_MB // 9)), id="words"),
-        pytest.param(lambda: ("nul\x00" * (TEN_MB // 4)), id="nuls"),
-        pytest.param(lambda: ("é🙂\u200b ال" * (TEN_MB // 16)), id="unicode"),
-        pytest.param(lambda: ("password=Hunter2xyz9 " * (TEN_MB // 21 // 20)), id="secretish-500k"),
+        pytest.param(lambda: "hugeword " * (TEN_MB // 9), id="words"),
+        pytest.param(lambda: "nul\x00" * (TEN_MB // 4), id="nuls"),
+        pytest.param(lambda: "é🙂\u200b ال" * (TEN_MB // 16), id="unicode"),
+        pytest.param(lambda: "password=Hunter2xyz9 " * (TEN_MB // 21 // 20), id="secretish-500k"),
     ],
 )
 async def test_ten_megabyte_content(tmp_path: Path, make: Callable[[], str]) -> None:
@@ -428,8 +563,13 @@ SECRET_DENSE = textwrap.dedent(
 
 def test_ten_megabytes_of_secrets_saves_in_bounded_time() -> None:
     try:
-        proc = subprocess.run([sys.executable, "-c", SECRET_DENSE], capture_output=True,
-                              text=True, timeout=25)
+        proc = subprocess.run(
+            [sys.executable, "-c", SECRET_DENSE],
+            capture_output=True,
+            check=False,
+            text=True,
+            timeout=25,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("a 10 MB secret-dense save took over 25 s")
     assert proc.returncode == 0 and "saved" in proc.stdout, proc.stderr[-2000:]
@@ -515,8 +655,11 @@ class TenantIsolation(RuleBasedStateMachine):
     def in_scope(self, scope: str) -> dict[int, str]:
         return {i: c for i, (s, c) in self.model.items() if s == scope}
 
-    @rule(target=entries, scope=st.sampled_from(TENANTS),
-          words=st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3))
+    @rule(
+        target=entries,
+        scope=st.sampled_from(TENANTS),
+        words=st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3),
+    )
     def save(self, scope: str, words: list[str]) -> int:
         content = " ".join(words)
         entry_id = self.run(self.cf.save(content, scope=scope))
@@ -528,8 +671,11 @@ class TenantIsolation(RuleBasedStateMachine):
             self.model[entry_id] = (scope, content)
         return entry_id
 
-    @rule(entry_id=entries, words=st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3),
-          move=st.one_of(st.none(), st.sampled_from(TENANTS)))
+    @rule(
+        entry_id=entries,
+        words=st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3),
+        move=st.one_of(st.none(), st.sampled_from(TENANTS)),
+    )
     def update(self, entry_id: int, words: list[str], move: str | None) -> None:
         content = " ".join(words) + " upd"
         if entry_id not in self.model:
@@ -564,8 +710,10 @@ class TenantIsolation(RuleBasedStateMachine):
         assert {h.id for h in hits} == want
         assert all(h.scope == scope for h in hits)
 
-    @rule(scopes=st.lists(st.sampled_from(TENANTS), min_size=1, max_size=2, unique=True),
-          word=st.sampled_from(VOCAB))
+    @rule(
+        scopes=st.lists(st.sampled_from(TENANTS), min_size=1, max_size=2, unique=True),
+        word=st.sampled_from(VOCAB),
+    )
     def query_several(self, scopes: list[str], word: str) -> None:
         hits = self.run(self.cf.query(word, list(scopes), 10**9, depth=10_000))
         want = {i for i, (s, c) in self.model.items() if s in scopes and word in c.split()}
@@ -590,9 +738,7 @@ class TenantIsolation(RuleBasedStateMachine):
         for scope in TENANTS:
             assert self.run(self.cf.count(scope)) == len(self.in_scope(scope))
         assert self.run(self.cf.count()) == len(self.model)
-        assert self.run(self.cf.scopes()) == {
-            s: n for s in TENANTS if (n := len(self.in_scope(s)))
-        }
+        assert self.run(self.cf.scopes()) == {s: n for s in TENANTS if (n := len(self.in_scope(s)))}
 
 
 TenantIsolation.TestCase.settings = settings(

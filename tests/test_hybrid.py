@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy
 import numpy.typing as npt
 import pytest
-
 from contextforge import (
     Config,
     ContextForge,
@@ -34,7 +33,11 @@ class WordEmbedder:
 
     name = "words-v1"
     dim = 3
-    TOPICS = (("dog", "puppy", "pet", "cat"), ("deploy", "release", "rollout"), ("pizza", "dinner", "food"))
+    TOPICS = (
+        ("dog", "puppy", "pet", "cat"),
+        ("deploy", "release", "rollout"),
+        ("pizza", "dinner", "food"),
+    )
 
     def __init__(self) -> None:
         self.batches: list[list[str]] = []
@@ -58,7 +61,7 @@ async def test_a_dense_match_is_found_without_shared_words(mem: ContextForge) ->
     await mem.save("the rollout broke staging", scope="s", embedding=DEPLOY)
     assert await ids(mem, "animal trouble") == [], "no shared words and no query vector"
     hits = await mem.query("animal trouble", "s", 1000, embedding=[0.9, 0.1, 0.0], explain=True)
-    assert [h.id for h in hits][0] == rex
+    assert next(h.id for h in hits) == rex
     explain = hits[0].explain
     assert explain is not None
     assert explain["bm25"] == 0.0 and explain["dense"] == pytest.approx(0.9 / (0.82**0.5), rel=1e-5)
@@ -66,8 +69,11 @@ async def test_a_dense_match_is_found_without_shared_words(mem: ContextForge) ->
 
 async def test_fusion_combines_both_sides_and_weight_zero_is_bm25_alone() -> None:
     # "deploy" matches a and b by BM25 (a better: shorter); the vector favours b.
-    entries = [("deploy notes", DEPLOY), ("deploy notes for the big friday release", PET),
-               ("other", [0.8, 0.6, 0.0])]
+    entries = [
+        ("deploy notes", DEPLOY),
+        ("deploy notes for the big friday release", PET),
+        ("other", [0.8, 0.6, 0.0]),
+    ]
 
     # The relevance floor off: at dense_weight 0 the weakest BM25 match scales
     # to 0 (so "the dense side decides among the weak BM25 matches"), which any
@@ -113,10 +119,14 @@ async def test_weighted_fusion_scales_bm25_min_max_over_the_matches(mem: Context
         scaled = (p["bm25"] - low) / (high - low) if p["bm25"] > 0 else 0.0
         dense = p["dense"]
         assert dense is not None
-        assert p["relevance"] == pytest.approx(k * ((1 - w) * scaled + w * max(dense, 0.0)), abs=1e-5)
+        assert p["relevance"] == pytest.approx(
+            k * ((1 - w) * scaled + w * max(dense, 0.0)), abs=1e-5
+        )
     # The weakest BM25 match counts 0 on that side, only its cosine (1) counts.
     weakest = next(h for h in hits if h.content.startswith("deploy it after"))
-    assert weakest.explain is not None and weakest.explain["relevance"] == pytest.approx(k * w, abs=1e-6)
+    assert weakest.explain is not None and weakest.explain["relevance"] == pytest.approx(
+        k * w, abs=1e-6
+    )
 
 
 async def test_the_configured_embedder_embeds_saves_queries_and_updates_in_batches() -> None:
@@ -124,8 +134,12 @@ async def test_the_configured_embedder_embeds_saves_queries_and_updates_in_batch
     # Both pet entries get the same vector here: keep near duplicates.
     config = Config(embedder=embedder, embed_batch_size=2, duplicate_similarity=1.5)
     async with await ContextForge.open(config) as cf:
-        ids_ = await cf.save_many([{"content": t, "scope": "s"} for t in
-                                   ("my dog sleeps", "friday release", "pizza night", "a cat")])
+        ids_ = await cf.save_many(
+            [
+                {"content": t, "scope": "s"}
+                for t in ("my dog sleeps", "friday release", "pizza night", "a cat")
+            ]
+        )
         assert all(len(b) <= 2 for b in embedder.batches)
         hits = await cf.query("pet", "s", 1000)
         assert {h.id for h in hits[:2]} == {ids_[0], ids_[3]}
@@ -210,7 +224,9 @@ async def test_another_embedder_is_refused_until_reembedded(db_path: str, tmp_pa
 
     progress: list[tuple[int, int]] = []
     config = Config(path=db_path, embedder=Wider(), embed_batch_size=2)
-    async with await ContextForge.open(config, reembed=True, on_progress=lambda d, t: progress.append((d, t))) as cf:
+    async with await ContextForge.open(
+        config, reembed=True, on_progress=lambda d, t: progress.append((d, t))
+    ) as cf:
         assert progress[-1] == (3, 3) and len(progress) == 2
         top = await cf.query("dog", "s", 1000)
         assert top[0].content == "my dog"
@@ -241,8 +257,11 @@ def test_the_blocking_twin_passes_embeddings(tmp_path: Path) -> None:
 
 
 async def test_near_duplicates_do_not_fill_the_budget_twice() -> None:
-    texts = ["The deploy failed: missing env var", "the deploy failed - missing ENV var!",
-             "deploy logs are kept for a week"]
+    texts = [
+        "The deploy failed: missing env var",
+        "the deploy failed - missing ENV var!",
+        "deploy logs are kept for a week",
+    ]
 
     # The floor off: the third shares only the word every entry has.
     async def contents(**config: object) -> list[str]:
@@ -264,8 +283,11 @@ async def test_near_duplicate_vectors_count_as_duplicates(mem: ContextForge) -> 
 
 
 async def test_mmr_trades_relevance_for_variety() -> None:
-    texts = ["kiwi smoothie recipe with banana", "kiwi smoothie recipe with banana and milk",
-             "kiwi orchard visit"]
+    texts = [
+        "kiwi smoothie recipe with banana",
+        "kiwi smoothie recipe with banana and milk",
+        "kiwi orchard visit",
+    ]
 
     async def run(lam: float) -> tuple[list[str], list[float]]:
         async with await ContextForge.open(Config(mmr_lambda=lam, recency_weight=0.0)) as cf:
@@ -282,9 +304,14 @@ async def test_mmr_trades_relevance_for_variety() -> None:
 
 @pytest.mark.parametrize(
     "config",
-    [Config(dense_weight=1.5), Config(mmr_lambda=-0.1), Config(fusion="max"),  # type: ignore[arg-type]
-     Config(rrf_k=-1.0), Config(duplicate_similarity=0.0), Config(embed_batch_size=0,
-                                                                  embedder=WordEmbedder())],
+    [
+        Config(dense_weight=1.5),
+        Config(mmr_lambda=-0.1),
+        Config(fusion="max"),  # type: ignore[arg-type]
+        Config(rrf_k=-1.0),
+        Config(duplicate_similarity=0.0),
+        Config(embed_batch_size=0, embedder=WordEmbedder()),
+    ],
 )
 async def test_bad_hybrid_settings_are_refused(config: Config) -> None:
     with pytest.raises(InvalidInputError):

@@ -25,8 +25,15 @@ from mcp.types import CallToolResult, InitializeResult, TextContent, TextResourc
 from pydantic import AnyUrl
 
 SERVER = ["-m", "contextforge.cli.main", "mcp"]
-TOOLS = {"save_memory", "search_memory", "get_memory", "update_memory", "delete_memory",
-         "list_scopes", "distill_transcript"}
+TOOLS = {
+    "save_memory",
+    "search_memory",
+    "get_memory",
+    "update_memory",
+    "delete_memory",
+    "list_scopes",
+    "distill_transcript",
+}
 
 STATS = AnyUrl("memory://stats")
 
@@ -39,7 +46,8 @@ async def handshake(db: Path, *flags: str) -> AsyncIterator[tuple[ClientSession,
     """A session with ``contextforge mcp --db DB FLAGS`` over stdio, and the server's
     answer to ``initialize``."""
     params = StdioServerParameters(
-        command=sys.executable, args=[*SERVER, "--db", str(db), *flags],
+        command=sys.executable,
+        args=[*SERVER, "--db", str(db), *flags],
         env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")},
     )
     with (db.parent / "server.log").open("a") as log, anyio.fail_after(60):
@@ -85,7 +93,10 @@ async def seed(db: Path) -> dict[str | None, int]:
     scopes: list[str | None] = ["user:42", *OUTSIDE, "team:ab", None]
     async with await ContextForge.open(str(db)) as store:
         ids = await store.save_many(
-            [{"content": f"the secret of {scope or 'everyone'}", "scope": scope} for scope in scopes]
+            [
+                {"content": f"the secret of {scope or 'everyone'}", "scope": scope}
+                for scope in scopes
+            ]
         )
     return dict(zip(scopes, map(int, ids)))
 
@@ -117,19 +128,36 @@ async def test_tools_resources_and_untrusted_warnings(db: Path) -> None:
 
 async def test_save_search_get_update_delete(db: Path) -> None:
     async with connect(db, "--scope", "user:42", "--scope", "user:42:work") as session:
-        saved = await result(session, "save_memory", content="prefers green tea in the morning",
-                             kind="preference", metadata={"source": "chat"})
+        saved = await result(
+            session,
+            "save_memory",
+            content="prefers green tea in the morning",
+            kind="preference",
+            metadata={"source": "chat"},
+        )
         assert saved["scope"] == "user:42"  # the first --scope is the default
         assert saved["created"] is True
-        again = await result(session, "save_memory", content="prefers  green tea in the morning",
-                             kind="preference", metadata={"source": "chat"})
+        again = await result(
+            session,
+            "save_memory",
+            content="prefers  green tea in the morning",
+            kind="preference",
+            metadata={"source": "chat"},
+        )
         assert again["id"] == saved["id"] and again["created"] is False
-        other_session = await result(session, "save_memory", content="prefers green tea in the morning",
-                                     kind="preference", metadata={"source": "chat"}, session_id="s2")
+        other_session = await result(
+            session,
+            "save_memory",
+            content="prefers green tea in the morning",
+            kind="preference",
+            metadata={"source": "chat"},
+            session_id="s2",
+        )
         assert other_session["created"] is True and other_session["id"] != saved["id"]
         await result(session, "delete_memory", id=other_session["id"])
-        other = await result(session, "save_memory", content="standup is at nine",
-                             scope="user:42:work")
+        other = await result(
+            session, "save_memory", content="standup is at nine", scope="user:42:work"
+        )
 
         found = await call(session, "search_memory", query="tea", budget=512)
         assert not found.isError
@@ -141,24 +169,30 @@ async def test_save_search_get_update_delete(db: Path) -> None:
         assert [h["id"] for h in data["hits"]] == [saved["id"]]
         assert data["hits"][0]["score"] > 0 and data["tokens"] <= 512
 
-        both = await result(session, "search_memory", query="tea standup",
-                            scope=["user:42", "user:42:work"])
+        both = await result(
+            session, "search_memory", query="tea standup", scope=["user:42", "user:42:work"]
+        )
         assert {h["id"] for h in both["hits"]} == {saved["id"], other["id"]}
 
         got = await result(session, "get_memory", id=saved["id"])
         assert got["metadata"] == {"source": "chat"} and got["kind"] == "preference"
 
-        changed = await result(session, "update_memory", id=saved["id"], content="prefers coffee",
-                               scope="user:42:work")
+        changed = await result(
+            session, "update_memory", id=saved["id"], content="prefers coffee", scope="user:42:work"
+        )
         assert changed["content"] == "prefers coffee" and changed["scope"] == "user:42:work"
         assert changed["kind"] == "preference"  # left out: kept
 
         scopes = await result(session, "list_scopes")
-        assert scopes["scopes"] == [{"scope": "user:42", "entries": 0},
-                                    {"scope": "user:42:work", "entries": 2}]
+        assert scopes["scopes"] == [
+            {"scope": "user:42", "entries": 0},
+            {"scope": "user:42:work", "entries": 2},
+        ]
 
         assert await result(session, "delete_memory", id=other["id"]) == {
-            "id": other["id"], "deleted": True}
+            "id": other["id"],
+            "deleted": True,
+        }
         assert "not found" in await refused(session, "get_memory", id=other["id"])
 
         stats = (await session.read_resource(STATS)).contents[0]
@@ -169,9 +203,25 @@ async def test_save_search_get_update_delete(db: Path) -> None:
 async def test_isolation_from_other_scopes(db: Path) -> None:
     ids = await seed(db)
     before = await snapshot(db)
-    tricks: list[Any] = [*OUTSIDE, "team:ab", "user:42:../x", "user:42/../4", "*", "%", "user:%",
-                         "user:4*", "", " user:42", "user:42 ", "USER:42", "user:42\u200b",
-                         "user:42\n", ["user:42", "user:4"], ["*"], []]
+    tricks: list[Any] = [
+        *OUTSIDE,
+        "team:ab",
+        "user:42:../x",
+        "user:42/../4",
+        "*",
+        "%",
+        "user:%",
+        "user:4*",
+        "",
+        " user:42",
+        "user:42 ",
+        "USER:42",
+        "user:42\u200b",
+        "user:42\n",
+        ["user:42", "user:4"],
+        ["*"],
+        [],
+    ]
     async with connect(db, "--scope", "user:42") as session:
         # The default scope only, whatever the query matches elsewhere.
         found = await result(session, "search_memory", query="secret", budget=4096)
@@ -190,10 +240,15 @@ async def test_isolation_from_other_scopes(db: Path) -> None:
         for scope, entry_id in ids.items():
             if scope == "user:42":
                 continue
-            for tool, extra in (("get_memory", {}), ("delete_memory", {}),
-                                ("update_memory", {"content": "pwned"})):
+            for tool, extra in (
+                ("get_memory", {}),
+                ("delete_memory", {}),
+                ("update_memory", {"content": "pwned"}),
+            ):
                 error = await refused(session, tool, id=entry_id, **extra)
-                assert f"memory {entry_id} not found" in error and (scope or "everyone") not in error
+                assert (
+                    f"memory {entry_id} not found" in error and (scope or "everyone") not in error
+                )
         for missing in (10**6, -1, 0):
             assert "not found" in await refused(session, "get_memory", id=missing)
         await refused(session, "get_memory", id=2**70)
@@ -212,12 +267,22 @@ async def test_prefix_and_global_policies(db: Path) -> None:
         saved = await result(session, "save_memory", content="retro on friday", scope="team:a:x")
         assert saved["scope"] == "team:a:x"
         assert (await result(session, "save_memory", content="a global note"))["scope"] is None
-        for scope in ("team:a:", "team:ab", "team:a", "team:a:../b", "team:a::b", "team:a:*",
-                      "team:a:%", "team:a:x y", "user:42"):
+        for scope in (
+            "team:a:",
+            "team:ab",
+            "team:a",
+            "team:a:../b",
+            "team:a::b",
+            "team:a:*",
+            "team:a:%",
+            "team:a:x y",
+            "user:42",
+        ):
             assert "not allowed" in await refused(session, "save_memory", content="x", scope=scope)
 
-        found = await result(session, "search_memory", query="secret", scope="team:a:x",
-                             include_global=True)
+        found = await result(
+            session, "search_memory", query="secret", scope="team:a:x", include_global=True
+        )
         assert {h["scope"] for h in found["hits"]} == {"team:a:x", None}
         assert (await result(session, "get_memory", id=ids[None]))["scope"] is None
         await refused(session, "get_memory", id=ids["team:ab"])
@@ -254,8 +319,14 @@ async def test_malformed_arguments_are_mcp_errors(db: Path) -> None:
     [[], ["--scope", "user:*"], ["--scope", ""], ["--scope-prefix", "team:%"]],
 )
 def test_server_refuses_to_start_without_a_safe_policy(db: Path, flags: list[str]) -> None:
-    started = subprocess.run([sys.executable, *SERVER, "--db", str(db), *flags], check=False,
-                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    started = subprocess.run(
+        [sys.executable, *SERVER, "--db", str(db), *flags],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert started.returncode == 2
     assert started.stderr.startswith("Error: ") and len(started.stderr.strip().splitlines()) == 1
 
@@ -270,8 +341,20 @@ def test_policy_rules() -> None:
     assert spaced.default is None
     for scope in ("team:a", "team:a:x", "team:a:x:y", "team:a:x/y", "team:a:x.y", None):
         assert spaced.allows(scope), scope
-    for scope in ("team:ab", "team:a:", "team:a::x", "team:a:.", "team:a:..", "team:a:../x",
-                  "team:a:x/../y", "team:a:*", "team:a:%", "team:a:x y", "team:a:é", ""):
+    for scope in (
+        "team:ab",
+        "team:a:",
+        "team:a::x",
+        "team:a:.",
+        "team:a:..",
+        "team:a:../x",
+        "team:a:x/../y",
+        "team:a:*",
+        "team:a:%",
+        "team:a:x y",
+        "team:a:é",
+        "",
+    ):
         assert not spaced.allows(scope), scope
 
     trailing = ScopePolicy.create([], ["team:a:"], allow_global=False)
@@ -289,7 +372,8 @@ async def test_scrub_pii_redacts_what_the_tools_save(db: Path, before_command: b
     flags = ["--scope", "user:42"]
     server = [*SERVER, "--scrub-pii"] if not before_command else [*SERVER[:2], "--scrub-pii", "mcp"]
     params = StdioServerParameters(
-        command=sys.executable, args=[*server, "--db", str(db), *flags],
+        command=sys.executable,
+        args=[*server, "--db", str(db), *flags],
         env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")},
     )
     with anyio.fail_after(60):
@@ -298,11 +382,16 @@ async def test_scrub_pii_redacts_what_the_tools_save(db: Path, before_command: b
             ClientSession(read, write) as session,
         ):
             await session.initialize()
-            saved = await result(session, "save_memory",
-                                 content="send the invoice to alice.smith@example.com")
-            changed = await result(session, "update_memory", id=saved["id"],
-                                   content="no, to bob.jones@example.org instead",
-                                   metadata={"cc": "carol@example.net"})
+            saved = await result(
+                session, "save_memory", content="send the invoice to alice.smith@example.com"
+            )
+            changed = await result(
+                session,
+                "update_memory",
+                id=saved["id"],
+                content="no, to bob.jones@example.org instead",
+                metadata={"cc": "carol@example.net"},
+            )
     for shown in (saved, changed):
         assert "@example." not in json.dumps(shown)
     async with await ContextForge.open(str(db)) as store:
@@ -325,18 +414,24 @@ async def test_search_text_is_built_only_from_allowed_hits(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with await LeakyStore.open(str(tmp_path / "memory.db")) as store:
-        await store.save_many([
-            {"content": f"shopping list {n}: apples and {who}'s pears", "scope": f"user:{who}"}
-            for n in range(20) for who in ("alice", "bob")
-        ])
+        await store.save_many(
+            [
+                {"content": f"shopping list {n}: apples and {who}'s pears", "scope": f"user:{who}"}
+                for n in range(20)
+                for who in ("alice", "bob")
+            ]
+        )
         leaked = await store.context("shopping list apples", "user:bob", 4096)
         assert {h.scope for h in leaked.hits} == {"user:alice", "user:bob"}  # the fault is live
 
         policy = ScopePolicy.create(["user:bob"], [], allow_global=False)
-        async with create_connected_server_and_client_session(build_server(store, policy)) as session:
-            answer = await call(session, "search_memory", query="shopping list apples",
-                                budget=4096)
+        async with create_connected_server_and_client_session(
+            build_server(store, policy)
+        ) as session:
+            answer = await call(session, "search_memory", query="shopping list apples", budget=4096)
     assert answer.isError and "outside this server's scopes" in text(answer)
     assert "alice" not in json.dumps(answer.model_dump(mode="json"))
-    assert any("outside this server's scopes" in r.getMessage() and r.levelname == "ERROR"
-               for r in caplog.records)  # the operator is told
+    assert any(
+        "outside this server's scopes" in r.getMessage() and r.levelname == "ERROR"
+        for r in caplog.records
+    )  # the operator is told

@@ -22,9 +22,14 @@ from mcp.client.streamable_http import streamable_http_client
 from .test_mcp import SERVER, TOOLS, refused, result
 
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "probe", "version": "0"}},
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"},
+    },
 }
 LOOPBACK_ONLY = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 
@@ -43,8 +48,20 @@ async def http_server(db: Path, *flags: str) -> AsyncIterator[int]:
     log = db.parent / "http.log"
     with log.open("w") as out:
         server = await anyio.open_process(
-            [sys.executable, *SERVER, "--db", str(db), "--scope", "user:42", "--http",
-             "--port", str(port), *flags], stdout=out, stderr=out,
+            [
+                sys.executable,
+                *SERVER,
+                "--db",
+                str(db),
+                "--scope",
+                "user:42",
+                "--http",
+                "--port",
+                str(port),
+                *flags,
+            ],
+            stdout=out,
+            stderr=out,
         )
     try:
         with anyio.fail_after(60):
@@ -69,7 +86,9 @@ async def post_initialize(port: int, **headers: str) -> int:
     """The status of a plain ``initialize`` POST sent with these headers."""
     async with httpx.AsyncClient() as client:
         answer = await client.post(
-            f"http://127.0.0.1:{port}/mcp", json=INITIALIZE, timeout=30,
+            f"http://127.0.0.1:{port}/mcp",
+            json=INITIALIZE,
+            timeout=30,
             headers={"Accept": "application/json, text/event-stream", **headers},
         )
     return answer.status_code
@@ -81,8 +100,11 @@ async def mcp_session(port: int, host: str | None = None) -> AsyncIterator[Clien
     headers = {"Host": host} if host else None
     async with (
         httpx.AsyncClient(headers=headers, timeout=60) as client,
-        streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=client)
-        as (read, write, _),
+        streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=client) as (
+            read,
+            write,
+            _,
+        ),
         ClientSession(read, write) as session,
     ):
         hello = await session.initialize()
@@ -113,11 +135,14 @@ async def test_host_and_origin_are_checked_on_loopback(db: Path) -> None:
         assert await post_initialize(port, Host="evil.example") == 421
         assert await post_initialize(port, Host=f"evil.example:{port}") == 421
         assert await post_initialize(port, Origin="http://evil.example") == 403
-        with pytest.raises(Exception) as refusal:  # noqa: B017  (in the SDK's task group)
+        with pytest.raises(Exception) as refusal:
             async with mcp_session(port, host=f"evil.example:{port}"):
                 pass
-        assert [e.response.status_code for e in leaves(refusal.value)
-                if isinstance(e, httpx.HTTPStatusError)] == [421]
+        assert [
+            e.response.status_code
+            for e in leaves(refusal.value)
+            if isinstance(e, httpx.HTTPStatusError)
+        ] == [421]
 
 
 async def test_allowed_host_adds_a_name(db: Path) -> None:
@@ -141,10 +166,15 @@ def test_public_bind_is_refused_without_insecure_no_auth(db: Path, host: str) ->
 
 @pytest.mark.parametrize(
     "flags",
-    [["--insecure-no-auth"], ["--allowed-host", "mcp.example"],
-     ["--http", "--allowed-host", "*"], ["--http", "--allowed-host", "http://mcp.example"],
-     ["--http", "--allowed-host", "fd00::1"], ["--http", "--allowed-host", "mcp.example:99999"],
-     ["--http", "--allowed-host", ""]],
+    [
+        ["--insecure-no-auth"],
+        ["--allowed-host", "mcp.example"],
+        ["--http", "--allowed-host", "*"],
+        ["--http", "--allowed-host", "http://mcp.example"],
+        ["--http", "--allowed-host", "fd00::1"],
+        ["--http", "--allowed-host", "mcp.example:99999"],
+        ["--http", "--allowed-host", ""],
+    ],
 )
 def test_bad_http_flags_are_refused(db: Path, flags: list[str]) -> None:
     started = run(db, *flags, "--port", str(free_port()))
@@ -182,6 +212,10 @@ def leaves(error: BaseException) -> list[BaseException]:
 def run(db: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     """``contextforge mcp --db DB --scope user:42 FLAGS``, which must exit by itself."""
     return subprocess.run(
-        [sys.executable, *SERVER, "--db", str(db), "--scope", "user:42", *flags], check=False,
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        [sys.executable, *SERVER, "--db", str(db), "--scope", "user:42", *flags],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )

@@ -6,7 +6,6 @@ import asyncio
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
 from contextforge import ALL_SCOPES, ClosedError, Config, ContextForge
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
@@ -110,8 +109,7 @@ async def test_budget_packs_greedily_and_skips_what_does_not_fit(mem: ContextFor
 
 async def test_newer_of_two_equal_matches_ranks_first(mem: ContextForge) -> None:
     # Equally relevant (same length, same matched words), but not near duplicates.
-    old = await mem.save("quarterly planning notes from alice",
-                         timestamp=NOW - timedelta(days=200))
+    old = await mem.save("quarterly planning notes from alice", timestamp=NOW - timedelta(days=200))
     new = await mem.save("quarterly planning notes from bruno", timestamp=NOW - timedelta(days=2))
     hits = await mem.query("quarterly planning", now=NOW, explain=True)
     assert [h.id for h in hits] == [new, old]

@@ -119,7 +119,9 @@ async def test_get_many_past_one_statement_reads_the_server(sqld: Sqld) -> None:
     # More ids than one statement takes: several statements in one read
     # transaction on the server's stream.
     async with await ContextForge.open(sqld.url) as cf:
-        ids = await cf.save_many([{"content": f"remote item {i}", "scope": "m"} for i in range(300)])
+        ids = await cf.save_many(
+            [{"content": f"remote item {i}", "scope": "m"} for i in range(300)]
+        )
         got = await cf.get_many([*reversed(ids), 10**9])
     assert [h.content if h else None for h in got] == [
         *(f"remote item {i}" for i in reversed(range(300))),
@@ -200,7 +202,7 @@ async def test_vectors_travel_through_the_server(sqld: Sqld, tmp_path: Path) -> 
         rex = await a.save("Rex chased the mailman", scope="s", embedding=pet)
         rollout = await a.save("the rollout broke staging", scope="s", embedding=deploy)
         hits = await b.query("no shared words", "s", 1000, embedding=[0.9, 0.1, 0.0])
-        assert [h.id for h in hits][0] == rex
+        assert next(h.id for h in hits) == rex
         # New content without a vector drops the old one, on the other handle too.
         await a.update(rex, content="Rex sleeps all day")
         hits = await b.query("no shared words", "s", 1000, embedding=[0.9, 0.1, 0.0])

@@ -7,7 +7,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-
 from contextforge import ContextForge, InvalidInputError, InvalidTypeError
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)

@@ -10,7 +10,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-
 from contextforge import ALL_SCOPES, Config, ContextForge, InvalidInputError
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
@@ -28,7 +27,9 @@ def cfg(**kw: object) -> Config:
     return Config(recency_weight=0.0, min_relative_relevance=0.0, **kw)  # type: ignore[arg-type]
 
 
-async def ids_for(config: Config, entries: Sequence[Mapping[str, object]], q: str) -> tuple[list[int], list[int]]:
+async def ids_for(
+    config: Config, entries: Sequence[Mapping[str, object]], q: str
+) -> tuple[list[int], list[int]]:
     """The saved ids, and the ranked hit ids for ``q``."""
     async with await ContextForge.open(config) as cf:
         ids = await cf.save_many([{"dedupe": False, **e} for e in entries])
@@ -104,14 +105,22 @@ def conversation() -> list[dict[str, object]]:
         "Melanie: yes, and my kids loved it",
     ]
     return [
-        {"content": c, "session_id": f"s{i // 3}", "scope": "conv",
-         "timestamp": start + timedelta(days=30 * (i // 3), minutes=i)}
+        {
+            "content": c,
+            "session_id": f"s{i // 3}",
+            "scope": "conv",
+            "timestamp": start + timedelta(days=30 * (i // 3), minutes=i),
+        }
         for i, c in enumerate(lines)
     ]
 
 
-QUESTIONS = ["How did the support group go?", "what did her kids think of the painting in June",
-             "sunrise lake May 2023", "when did Caroline go to the group"]
+QUESTIONS = [
+    "How did the support group go?",
+    "what did her kids think of the painting in June",
+    "sunrise lake May 2023",
+    "when did Caroline go to the group",
+]
 
 
 async def scores(cf: ContextForge) -> list[list[tuple[int, float]]]:
@@ -164,8 +173,9 @@ async def test_tail_commit_and_rebuild_score_alike(tmp_path: Path) -> None:
     same(bulk, small)
 
 
-@pytest.mark.parametrize("field", ["stopword_weight", "context_weight", "date_weight", "reply_weight",
-                                   "session_weight"])
+@pytest.mark.parametrize(
+    "field", ["stopword_weight", "context_weight", "date_weight", "reply_weight", "session_weight"]
+)
 async def test_weights_are_validated(field: str) -> None:
     for bad in (-0.1, float("nan"), 11.0):
         with pytest.raises(InvalidInputError):
@@ -176,11 +186,17 @@ async def test_a_reply_lifts_the_turn_it_answers() -> None:
     t0 = datetime(2023, 5, 8, 13, tzinfo=timezone.utc)
     entries = [
         # The evidence: one query word, in a long turn.
-        {"content": "we finally did it, the little grey kitten from the old shelter is ours now",
-         "session_id": "s1", "timestamp": t0},
+        {
+            "content": "we finally did it, the little grey kitten from the old shelter is ours now",
+            "session_id": "s1",
+            "timestamp": t0,
+        },
         # Its reply repeats the question's words.
-        {"content": "congratulations on the kitten adoption", "session_id": "s1",
-         "timestamp": t0 + timedelta(minutes=1)},
+        {
+            "content": "congratulations on the kitten adoption",
+            "session_id": "s1",
+            "timestamp": t0 + timedelta(minutes=1),
+        },
         # A bystander with the same one word, shorter, in another session.
         {"content": "kitten food is on sale", "session_id": "s2", "timestamp": t0},
         *({"content": c, "session_id": "s3", "timestamp": t0} for c in FILLER),
@@ -200,7 +216,10 @@ async def test_a_strong_turn_lifts_the_weak_turns_of_its_session() -> None:
     # Context and replies off: only the session boost can tell the weak turns apart.
     only = {"context_weight": 0.0, "reply_weight": 0.0}
     weak_here = {"content": "the kitten is asleep on the sofa", "session_id": "a"}
-    strong = {"content": "the kitten adoption went well, the kitten adoption is done", "session_id": "a"}
+    strong = {
+        "content": "the kitten adoption went well, the kitten adoption is done",
+        "session_id": "a",
+    }
     # As weak (the same length, the same one query word), in another session;
     # saved last, so it wins the tie without the boost.
     weak_there = {"content": "the kitten is hungry on the sofa", "session_id": "b"}
@@ -244,11 +263,20 @@ async def chat(config: Config, turns: Sequence[str], q: str) -> tuple[list[int],
     """The saved ids of ``turns`` (one session, a minute apart), and the ids of
     what ``q`` returns with the default budget."""
     async with await ContextForge.open(config) as cf:
-        ids = await cf.save_many([
-            {"content": t, "scope": "u", "session_id": "s", "timestamp": T0 + timedelta(minutes=i)}
-            for i, t in enumerate(turns)
-        ])
-        return [int(i) for i in ids], [h.id for h in await cf.query(q, "u", now=T0 + timedelta(days=1))]
+        ids = await cf.save_many(
+            [
+                {
+                    "content": t,
+                    "scope": "u",
+                    "session_id": "s",
+                    "timestamp": T0 + timedelta(minutes=i),
+                }
+                for i, t in enumerate(turns)
+            ]
+        )
+        return [int(i) for i in ids], [
+            h.id for h in await cf.query(q, "u", now=T0 + timedelta(days=1))
+        ]
 
 
 async def test_filler_turns_without_a_query_word_stay_out() -> None:
@@ -303,11 +331,17 @@ async def test_the_floor_is_relative_to_the_best_hit_and_absolute() -> None:
     assert (await found(Config(min_relevance=strong * 1.01)))[1] == {}
 
 
-@pytest.mark.parametrize(("field", "bad"), [
-    ("min_relevance", -0.1), ("min_relevance", float("nan")), ("min_relevance", float("inf")),
-    ("min_relative_relevance", -0.1), ("min_relative_relevance", 1.5),
-    ("min_relative_relevance", float("nan")),
-])
+@pytest.mark.parametrize(
+    ("field", "bad"),
+    [
+        ("min_relevance", -0.1),
+        ("min_relevance", float("nan")),
+        ("min_relevance", float("inf")),
+        ("min_relative_relevance", -0.1),
+        ("min_relative_relevance", 1.5),
+        ("min_relative_relevance", float("nan")),
+    ],
+)
 async def test_the_floor_is_validated(field: str, bad: float) -> None:
     with pytest.raises(InvalidInputError, match=field):
         await ContextForge.open(Config(**{field: bad}))  # type: ignore[arg-type]
@@ -316,10 +350,17 @@ async def test_the_floor_is_validated(field: str, bad: float) -> None:
 async def test_explain_separates_content_bm25_from_context_bm25() -> None:
     turns = ["I have a severe peanuts allergy", "ok"]
     async with await ContextForge.open(Config(min_relative_relevance=0.0)) as cf:
-        ids = await cf.save_many([
-            {"content": t, "scope": "u", "session_id": "s", "timestamp": T0 + timedelta(minutes=i)}
-            for i, t in enumerate(turns)
-        ])
+        ids = await cf.save_many(
+            [
+                {
+                    "content": t,
+                    "scope": "u",
+                    "session_id": "s",
+                    "timestamp": T0 + timedelta(minutes=i),
+                }
+                for i, t in enumerate(turns)
+            ]
+        )
         found = await cf.query("peanuts allergy", "u", explain=True, now=T0)
         hits = {h.id: h.explain for h in found}
     real, filler = hits[ids[0]], hits[ids[1]]
@@ -329,13 +370,23 @@ async def test_explain_separates_content_bm25_from_context_bm25() -> None:
     # The filler holds no query word: all its BM25 is its previous turn's.
     assert filler["bm25"] == 0 and filler["bm25_context"] > 0
     # Together they are the BM25 relevance the entry ranked by (no boosts here).
-    async with await ContextForge.open(Config(min_relative_relevance=0.0, reply_weight=0.0,
-                                              session_weight=0.0)) as cf:
-        await cf.save_many([
-            {"content": t, "scope": "u", "session_id": "s", "timestamp": T0 + timedelta(minutes=i)}
-            for i, t in enumerate(turns)
-        ])
+    async with await ContextForge.open(
+        Config(min_relative_relevance=0.0, reply_weight=0.0, session_weight=0.0)
+    ) as cf:
+        await cf.save_many(
+            [
+                {
+                    "content": t,
+                    "scope": "u",
+                    "session_id": "s",
+                    "timestamp": T0 + timedelta(minutes=i),
+                }
+                for i, t in enumerate(turns)
+            ]
+        )
         for h in await cf.query("peanuts allergy", "u", explain=True, now=T0):
             assert h.explain is not None
             parts = h.explain
-            assert parts["bm25"] + parts["bm25_context"] == pytest.approx(parts["relevance"], rel=1e-5)
+            assert parts["bm25"] + parts["bm25_context"] == pytest.approx(
+                parts["relevance"], rel=1e-5
+            )

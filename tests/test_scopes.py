@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from contextforge import ALL_SCOPES, Config, ContextForge
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from contextforge import ALL_SCOPES, Config, ContextForge
 
 SCOPES = ["user:1", "user:2", "user:10", "team:a", None]
 WORDS = ["apple", "banana", "cherry", "deploy", "error", "failure"]
@@ -24,10 +23,14 @@ async def test_scope_filters_and_global_entries(mem: ContextForge) -> None:
     assert await mem.query("apple", "USER:1") == []  # scopes are exact
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     entries=st.lists(
-        st.tuples(st.sampled_from(SCOPES), st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)),
+        st.tuples(
+            st.sampled_from(SCOPES), st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)
+        ),
         min_size=1,
         max_size=25,
     ),

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from contextforge import Config, ContextForge
 from contextforge.errors import InvalidInputError
 
@@ -19,7 +18,8 @@ STRIPE = "sk_live_" + "51HxT9q2eZvKYlo2Cq8w7rPtQ3mN"
 DB_PASSWORD = "Tr0ub4dor&3xq"
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\n"
-    + "MIIEowIBAAKCAQEA7bq98" + "Xk2jL0pQ9vZ\n" * 4
+    + "MIIEowIBAAKCAQEA7bq98"
+    + "Xk2jL0pQ9vZ\n" * 4
     + "-----END RSA PRIVATE KEY-----"
 )
 SECRETS = [GITHUB, AWS_ID, AWS_SECRET, STRIPE, DB_PASSWORD, "MIIEowIBAAKCAQEA7bq98"]
@@ -44,7 +44,10 @@ async def test_secrets_are_redacted_with_labels(mem: ContextForge) -> None:
     assert "[REDACTED:aws_access_key_id]" in contents[1]
     assert contents[1].count("[REDACTED:") == 2
     assert "[REDACTED:stripe_secret_key]" in contents[2]
-    assert contents[3] == "connect with postgres://app:[REDACTED:url_credentials]@db.internal:5432/main"
+    assert (
+        contents[3]
+        == "connect with postgres://app:[REDACTED:url_credentials]@db.internal:5432/main"
+    )
     assert "[REDACTED:private_key]" in contents[4] and contents[4].endswith("keep it safe")
     # The rest of the text is still searchable.
     assert [h.id for h in await mem.query("release bot", "s")] == [ids[0]]

@@ -8,9 +8,6 @@ import pickle
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from contextforge import (
     ALL_SCOPES,
     Config,
@@ -19,6 +16,8 @@ from contextforge import (
     InvalidTypeError,
     Saved,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 NOW = datetime.now(timezone.utc)
 
@@ -26,7 +25,9 @@ NOW = datetime.now(timezone.utc)
 # --- dedupe: never match an expired entry, never change a retention ----------
 
 
-async def test_a_save_identical_to_an_expired_entry_is_stored_and_visible(mem: ContextForge) -> None:
+async def test_a_save_identical_to_an_expired_entry_is_stored_and_visible(
+    mem: ContextForge,
+) -> None:
     old = await mem.save("the door code is 4711", scope="s", expires_at=NOW - timedelta(seconds=1))
     new = await mem.save("the door code is 4711", scope="s")
     assert new != old and new.created
@@ -86,12 +87,14 @@ async def test_other_metadata_or_kind_is_stored_metadata_order_is_not(mem: Conte
 
 async def test_save_many_reports_created_and_repeats_within_the_call(mem: ContextForge) -> None:
     first = await mem.save("hello", scope="s", session_id="x")
-    saved = await mem.save_many([
-        {"content": "hello", "scope": "s", "session_id": "x"},
-        {"content": "hello", "scope": "s", "session_id": "y"},
-        {"content": "hello", "scope": "s", "session_id": "y"},
-        {"content": "hello", "scope": "s", "session_id": "y", "metadata": {"n": 1}},
-    ])
+    saved = await mem.save_many(
+        [
+            {"content": "hello", "scope": "s", "session_id": "x"},
+            {"content": "hello", "scope": "s", "session_id": "y"},
+            {"content": "hello", "scope": "s", "session_id": "y"},
+            {"content": "hello", "scope": "s", "session_id": "y", "metadata": {"n": 1}},
+        ]
+    )
     assert [s.created for s in saved] == [False, True, False, True]
     assert saved[0] == first and saved[2] == saved[1]
     assert len({int(s) for s in saved}) == 3
@@ -99,35 +102,47 @@ async def test_save_many_reports_created_and_repeats_within_the_call(mem: Contex
 
 # A batch big enough for the grouped insert path (64 entries a group).
 async def test_grouped_saves_follow_the_same_rule(mem: ContextForge) -> None:
-    items = [{"content": f"turn {i % 10}", "scope": "s", "session_id": f"s{i % 3}"} for i in range(200)]
+    items = [
+        {"content": f"turn {i % 10}", "scope": "s", "session_id": f"s{i % 3}"} for i in range(200)
+    ]
     saved = await mem.save_many(items)
     created = {(i % 10, i % 3) for i in range(200)}
     assert sum(s.created for s in saved) == len(created)
     assert await mem.count("s") == len(created)
 
 
-_entries = st.fixed_dictionaries({
-    "content": st.sampled_from(["ok", "OK ", "thanks", "ok!"]),
-    "kind": st.sampled_from(["message", "note"]),
-    "session_id": st.sampled_from([None, "a", "b"]),
-    "metadata": st.sampled_from([None, {}, {"k": 1}, {"k": 2}]),
-    "expiry": st.sampled_from([None, "past", "day", "week"]),
-})
+_entries = st.fixed_dictionaries(
+    {
+        "content": st.sampled_from(["ok", "OK ", "thanks", "ok!"]),
+        "kind": st.sampled_from(["message", "note"]),
+        "session_id": st.sampled_from([None, "a", "b"]),
+        "metadata": st.sampled_from([None, {}, {"k": 1}, {"k": 2}]),
+        "expiry": st.sampled_from([None, "past", "day", "week"]),
+    }
+)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(_entries, min_size=1, max_size=12))
 async def test_dedupe_never_loses_a_save(items: list[dict[str, object]]) -> None:
     """Whatever is saved, each save's entry is afterwards readable with exactly
     the fields that save asked for (or, for an already-expired save, nothing is
     returned by queries)."""
-    expiries = {None: None, "past": NOW - timedelta(days=1), "day": NOW + timedelta(days=1),
-                "week": NOW + timedelta(days=7)}
+    expiries = {
+        None: None,
+        "past": NOW - timedelta(days=1),
+        "day": NOW + timedelta(days=1),
+        "week": NOW + timedelta(days=7),
+    }
     async with await ContextForge.open() as cf:
         for item in items:
             expires = expiries[item["expiry"]]  # type: ignore[index]
             saved = await cf.save(
-                str(item["content"]), str(item["kind"]), scope="s",
+                str(item["content"]),
+                str(item["kind"]),
+                scope="s",
                 session_id=item["session_id"],  # type: ignore[arg-type]
                 metadata=item["metadata"],  # type: ignore[arg-type]
                 expires_at=expires,
@@ -137,8 +152,11 @@ async def test_dedupe_never_loses_a_save(items: list[dict[str, object]]) -> None
                 assert hit is None  # expired on arrival: never returned
                 continue
             assert hit is not None
-            assert " ".join(hit.content.lower().split()) == " ".join(str(item["content"]).lower().split()) \
+            assert (
+                " ".join(hit.content.lower().split())
+                == " ".join(str(item["content"]).lower().split())
                 or hit.content.strip() == str(item["content"]).strip()
+            )
             assert hit.kind == item["kind"]
             assert hit.session_id == item["session_id"]
             assert hit.metadata == (item["metadata"] or {})
@@ -163,11 +181,13 @@ def test_saved_is_an_int_with_a_flag() -> None:
 
 
 async def test_none_is_global_only_everywhere(mem: ContextForge) -> None:
-    await mem.save_many([
-        {"content": "alice likes apples", "scope": "user:alice"},
-        {"content": "bob likes apples", "scope": "user:bob"},
-        {"content": "everyone likes apples"},
-    ])
+    await mem.save_many(
+        [
+            {"content": "alice likes apples", "scope": "user:alice"},
+            {"content": "bob likes apples", "scope": "user:bob"},
+            {"content": "everyone likes apples"},
+        ]
+    )
     scope: str | None = None  # a variable that happens to be None
     assert [h.content for h in await mem.query("apples", scope)] == ["everyone likes apples"]
     assert [h.content for h in await mem.query("apples")] == ["everyone likes apples"]
@@ -203,10 +223,12 @@ async def test_scopes_do_not_count_expired_entries(mem: ContextForge) -> None:
 
 async def test_update_into_a_full_scope_keeps_its_cap(db_path: str) -> None:
     async with await ContextForge.open(Config(path=db_path, max_entries_per_scope=3)) as cf:
-        full = await cf.save_many([
-            {"content": f"full {i}", "scope": "full", "timestamp": NOW - timedelta(days=10 - i)}
-            for i in range(3)
-        ])
+        full = await cf.save_many(
+            [
+                {"content": f"full {i}", "scope": "full", "timestamp": NOW - timedelta(days=10 - i)}
+                for i in range(3)
+            ]
+        )
         mover = await cf.save("moving in", scope="other", timestamp=NOW - timedelta(days=30))
         moved = await cf.update(mover, scope="full")
         assert moved.scope == "full"
@@ -214,7 +236,9 @@ async def test_update_into_a_full_scope_keeps_its_cap(db_path: str) -> None:
         # the oldest of the others made room; the moved entry stays
         assert await cf.get(full[0]) is None
         assert await cf.get(mover) is not None
-        assert sorted(h.id for h in await cf.query("full moving", "full")) == sorted([full[1], full[2], mover])
+        assert sorted(h.id for h in await cf.query("full moving", "full")) == sorted(
+            [full[1], full[2], mover]
+        )
 
 
 # --- context fences ------------------------------------------------------------

@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-
 from contextforge import (
     ContextForge,
     ContextForgeError,

@@ -1,8 +1,8 @@
 """contextforge: durable, scoped, searchable memory for LLM applications.
 
-    async with ContextForge.open("memory.db") as cf:
-        await cf.save("the deploy failed: missing env var", kind="note", scope="project:demo")
-        hits = await cf.query("deploy failure", "project:demo", 2048)
+async with ContextForge.open("memory.db") as cf:
+    await cf.save("the deploy failed: missing env var", kind="note", scope="project:demo")
+    hits = await cf.query("deploy failure", "project:demo", 2048)
 """
 
 import logging
@@ -66,11 +66,11 @@ __all__ = [
     "Config",
     "Context",
     "ContextForge",
-    "ContextForgeSync",
     "ContextForgeError",
+    "ContextForgeSync",
     "DistillResult",
-    "EmbedderMismatchError",
     "Embedder",
+    "EmbedderMismatchError",
     "Hit",
     "Hits",
     "IncompatibleStoreError",
@@ -82,10 +82,10 @@ __all__ = [
     "OpenAIChatDistiller",
     "RetryableStorageError",
     "Saved",
-    "ScrubbingWeakenedWarning",
     "SavedItem",
     "Scope",
     "ScopeFilter",
+    "ScrubbingWeakenedWarning",
     "SearchIndexError",
     "StorageError",
     "Timestamp",

@@ -53,7 +53,7 @@ async def embed(embedder: Callable[..., Any], texts: list[str], batch_size: int)
     for start in range(0, len(texts), batch_size):
         batch = texts[start : start + batch_size]
         if inspect.iscoroutinefunction(embedder) or inspect.iscoroutinefunction(
-            getattr(embedder, "__call__", None)
+            getattr(embedder, "__call__", None)  # noqa: B004 (an async __call__, not callability)
         ):
             result = await embedder(batch)
         else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import Final, Literal, Union
+from typing import Final, Literal
 
 __all__ = ["ALL_SCOPES", "AllScopes", "Scope", "ScopeFilter"]
 
@@ -26,9 +26,9 @@ class AllScopes(enum.Enum):
 ALL_SCOPES: Final = AllScopes.ALL_SCOPES
 """Every scope, global entries included: ``query(q, ALL_SCOPES)``, ``count(ALL_SCOPES)``."""
 
-Scope = Union[str, None, Sequence[Union[str, None]], Literal[AllScopes.ALL_SCOPES]]
+Scope = str | None | Sequence[str | None] | Literal[AllScopes.ALL_SCOPES]
 """What ``query`` and ``context`` search: a scope, ``None`` (global entries), a
 list of them (``["user:42", None]``), or ``ALL_SCOPES``."""
 
-ScopeFilter = Union[str, None, Literal[AllScopes.ALL_SCOPES]]
+ScopeFilter = str | None | Literal[AllScopes.ALL_SCOPES]
 """What ``count`` and ``list`` select: one scope, ``None`` (global entries) or ``ALL_SCOPES``."""

@@ -24,11 +24,26 @@ __all__ = ["distill"]
 @click.argument("transcript", type=click.File("r", encoding="utf-8"))
 @click.option("--scope", required=True, metavar="SCOPE", help="Where the summary and facts go.")
 @click.option("--session", "session_id", metavar="ID", help="The conversation it came from.")
-@click.option("--max-chunk-tokens", type=click.IntRange(min=16), metavar="TOKENS",
-              help="Split the transcript into chunks of at most this many tokens (default 2048).")
-@click.option("--model", metavar="NAME", help="Distil with this model instead of the offline extractor.")
-@click.option("--base-url", metavar="URL", help="An OpenAI-compatible server for --model, e.g. http://localhost:11434/v1.")
-@click.option("--api-key", envvar="OPENAI_API_KEY", metavar="KEY", help="Its API key (default $OPENAI_API_KEY).")
+@click.option(
+    "--max-chunk-tokens",
+    type=click.IntRange(min=16),
+    metavar="TOKENS",
+    help="Split the transcript into chunks of at most this many tokens (default 2048).",
+)
+@click.option(
+    "--model", metavar="NAME", help="Distil with this model instead of the offline extractor."
+)
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="An OpenAI-compatible server for --model, e.g. http://localhost:11434/v1.",
+)
+@click.option(
+    "--api-key",
+    envvar="OPENAI_API_KEY",
+    metavar="KEY",
+    help="Its API key (default $OPENAI_API_KEY).",
+)
 @common_options()
 def distill(
     transcript: TextIO,
@@ -61,39 +76,62 @@ def distill(
     opts = common()
     with opts.store() as store:
         if model is not None and base_url is not None:
-            result = asyncio.run(_with_model(store, messages, scope, session_id, max_chunk_tokens,
-                                             base_url, model, api_key))
+            result = asyncio.run(
+                _with_model(
+                    store, messages, scope, session_id, max_chunk_tokens, base_url, model, api_key
+                )
+            )
         else:
-            result = store.distill_and_save(messages, scope=scope, session_id=session_id,  # type: ignore[arg-type]
-                                            max_chunk_tokens=max_chunk_tokens)
+            result = store.distill_and_save(
+                messages,  # type: ignore[arg-type]
+                scope=scope,
+                session_id=session_id,
+                max_chunk_tokens=max_chunk_tokens,
+            )
     _print(result, opts.as_json)
 
 
-async def _with_model(store: object, messages: object, scope: str, session_id: str | None,
-                      max_chunk_tokens: int | None, base_url: str, model: str,
-                      api_key: str | None) -> DistillResult:
+async def _with_model(
+    store: object,
+    messages: object,
+    scope: str,
+    session_id: str | None,
+    max_chunk_tokens: int | None,
+    base_url: str,
+    model: str,
+    api_key: str | None,
+) -> DistillResult:
     from ..sync import ContextForgeSync
 
     assert isinstance(store, ContextForgeSync)
     async with OpenAIChatDistiller(base_url, model, api_key) as distiller:
         return await asyncio.to_thread(
-            store.distill_and_save, messages, scope=scope, session_id=session_id,  # type: ignore[arg-type]
-            distiller=distiller, max_chunk_tokens=max_chunk_tokens,
+            store.distill_and_save,
+            messages,  # type: ignore[arg-type]
+            scope=scope,
+            session_id=session_id,
+            distiller=distiller,
+            max_chunk_tokens=max_chunk_tokens,
         )
 
 
 def _print(result: DistillResult, as_json: bool) -> None:
     if as_json:
-        echo_json({
-            "model": result.model,
-            "chunks": result.chunks,
-            "saved": [vars(i) for i in result.saved],
-            "skipped": [vars(i) for i in result.skipped],
-        })
+        echo_json(
+            {
+                "model": result.model,
+                "chunks": result.chunks,
+                "saved": [vars(i) for i in result.saved],
+                "skipped": [vars(i) for i in result.skipped],
+            }
+        )
         return
     rows = [[i.id, i.kind, i.fact_kind or "", "saved", i.text] for i in result.saved]
     rows += [[i.id, i.kind, i.fact_kind or "", "exists", i.text] for i in result.skipped]
     click.echo(table(["id", "kind", "fact kind", "status", "text"], rows))
-    click.echo(f"{len(result.saved)} saved, {len(result.skipped)} already there "
-               f"({count(result.chunks, 'chunk')}, {printable(result.model)})", err=True)
+    click.echo(
+        f"{len(result.saved)} saved, {len(result.skipped)} already there "
+        f"({count(result.chunks, 'chunk')}, {printable(result.model)})",
+        err=True,
+    )
     sys.stdout.flush()

@@ -24,13 +24,32 @@ __all__ = ["delete", "get", "query", "save"]
 
 @click.command()
 @click.argument("content")
-@click.option("--kind", metavar="KIND", default="note", show_default=True, help="A short label: note, fact, preference...")
-@click.option("--scope", metavar="SCOPE", help="The user, project or thread it belongs to. Default: global.")
+@click.option(
+    "--kind",
+    metavar="KIND",
+    default="note",
+    show_default=True,
+    help="A short label: note, fact, preference...",
+)
+@click.option(
+    "--scope", metavar="SCOPE", help="The user, project or thread it belongs to. Default: global."
+)
 @click.option("--session", "session_id", metavar="ID", help="The conversation or run it came from.")
-@click.option("--metadata", metavar="JSON", callback=json_object, help="A JSON object stored with the entry.")
-@click.option("--timestamp", callback=time_option, metavar="TIME", help="When it happened (ISO 8601 or Unix seconds). Default: now.")
-@click.option("--dedupe/--no-dedupe", default=True, show_default=True,
-              help="Return the id of an identical stored entry instead of saving a copy.")
+@click.option(
+    "--metadata", metavar="JSON", callback=json_object, help="A JSON object stored with the entry."
+)
+@click.option(
+    "--timestamp",
+    callback=time_option,
+    metavar="TIME",
+    help="When it happened (ISO 8601 or Unix seconds). Default: now.",
+)
+@click.option(
+    "--dedupe/--no-dedupe",
+    default=True,
+    show_default=True,
+    help="Return the id of an identical stored entry instead of saving a copy.",
+)
 @common_options()
 def save(
     content: str,
@@ -56,30 +75,62 @@ def save(
     opts = common()
     with opts.store() as store:
         saved = store.save(
-            content, kind, scope=scope, session_id=session_id, metadata=metadata,
-            timestamp=timestamp, dedupe=dedupe,
+            content,
+            kind,
+            scope=scope,
+            session_id=session_id,
+            metadata=metadata,
+            timestamp=timestamp,
+            dedupe=dedupe,
         )
     if opts.as_json:
         echo_json({"id": int(saved), "created": saved.created})
         return
     click.echo(int(saved))
     if not saved.created:
-        click.echo(f"already stored as {int(saved)}: not saved again (--no-dedupe saves a copy)",
-                   err=True)
+        click.echo(
+            f"already stored as {int(saved)}: not saved again (--no-dedupe saves a copy)", err=True
+        )
 
 
 @click.command()
 @click.argument("text")
-@click.option("--scope", "scopes", multiple=True, metavar="SCOPE", help="Search this scope (repeatable). Default: every scope.")
-@click.option("--global", "include_global", is_flag=True, help="Include global entries (alone: only them).")
-@click.option("--budget", type=click.IntRange(min=1), metavar="TOKENS", default=2048, show_default=True,
-              help="The most tokens the results may hold together.")
-@click.option("--kind", "kinds", multiple=True, metavar="KIND", help="Only entries of this kind (repeatable).")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    metavar="SCOPE",
+    help="Search this scope (repeatable). Default: every scope.",
+)
+@click.option(
+    "--global", "include_global", is_flag=True, help="Include global entries (alone: only them)."
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    metavar="TOKENS",
+    default=2048,
+    show_default=True,
+    help="The most tokens the results may hold together.",
+)
+@click.option(
+    "--kind", "kinds", multiple=True, metavar="KIND", help="Only entries of this kind (repeatable)."
+)
 @click.option("--session", "session_id", metavar="ID", help="Only entries of this session.")
-@click.option("--since", callback=time_option, metavar="TIME", help="Only entries at or after this time (ISO 8601 or Unix seconds).")
-@click.option("--until", callback=time_option, metavar="TIME", help="Only entries before this time.")
-@click.option("--explain", is_flag=True,
-              help="Show rank, score parts (relevance x recency), tokens and injection risks.")
+@click.option(
+    "--since",
+    callback=time_option,
+    metavar="TIME",
+    help="Only entries at or after this time (ISO 8601 or Unix seconds).",
+)
+@click.option(
+    "--until", callback=time_option, metavar="TIME", help="Only entries before this time."
+)
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Show rank, score parts (relevance x recency), tokens and injection risks.",
+)
 @common_options()
 def query(
     text: str,
@@ -102,8 +153,14 @@ def query(
     opts = common()
     with opts.store() as store:
         hits = store.query(
-            text, wanted, budget, kinds=list(kinds) or None, session_id=session_id,
-            since=since, until=until, explain=explain,
+            text,
+            wanted,
+            budget,
+            kinds=list(kinds) or None,
+            session_id=session_id,
+            since=since,
+            until=until,
+            explain=explain,
         )
     if opts.as_json:
         records = [entry_record(h, ranked=True) for h in hits]
@@ -127,13 +184,34 @@ def _explain(hits: Hits, budget: int) -> None:
     rows = []
     for rank, h in enumerate(hits, 1):
         parts = h.explain or {}
-        rows.append([
-            rank, f"{h.score:.4f}", f"{parts.get('relevance', 0.0):.4f}",
-            f"{parts.get('recency', 0.0):.3f}", h.tokens, h.id, h.scope or "(global)", h.kind,
-            when(h), ",".join(h.risks) or "-", h.content,
-        ])
-    headers = ["rank", "score", "relevance", "recency", "tokens", "id", "scope", "kind", "when",
-               "risks", "content"]
+        rows.append(
+            [
+                rank,
+                f"{h.score:.4f}",
+                f"{parts.get('relevance', 0.0):.4f}",
+                f"{parts.get('recency', 0.0):.3f}",
+                h.tokens,
+                h.id,
+                h.scope or "(global)",
+                h.kind,
+                when(h),
+                ",".join(h.risks) or "-",
+                h.content,
+            ]
+        )
+    headers = [
+        "rank",
+        "score",
+        "relevance",
+        "recency",
+        "tokens",
+        "id",
+        "scope",
+        "kind",
+        "when",
+        "risks",
+        "content",
+    ]
     if rows:
         click.echo(table(headers, rows))
     used = sum(h.tokens for h in hits)
@@ -166,9 +244,13 @@ def _card(hit: Hit) -> str:
     safe for a terminal (only the content keeps its newlines and tabs)."""
     expires = hit.expires_at.isoformat() if hit.expires_at is not None else "-"
     fields = [
-        ("id", hit.id), ("scope", hit.scope or "(global)"), ("kind", hit.kind),
-        ("session", hit.session_id or "-"), ("timestamp", hit.timestamp.isoformat()),
-        ("expires", expires), ("tokens", hit.tokens),
+        ("id", hit.id),
+        ("scope", hit.scope or "(global)"),
+        ("kind", hit.kind),
+        ("session", hit.session_id or "-"),
+        ("timestamp", hit.timestamp.isoformat()),
+        ("expires", expires),
+        ("tokens", hit.tokens),
         ("metadata", json.dumps(hit.metadata, ensure_ascii=False)),
     ]
     head = "\n".join(f"{name:<10} {printable(str(value))}" for name, value in fields)

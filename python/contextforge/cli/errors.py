@@ -29,8 +29,16 @@ from ..errors import (
 from .safe import printable
 
 __all__ = [
-    "EXIT_BAD_INPUT", "EXIT_MODEL", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_STORAGE",
-    "CliError", "ModelFailure", "NotFoundError", "StorageFailure", "from_library",
+    "EXIT_BAD_INPUT",
+    "EXIT_MODEL",
+    "EXIT_NOT_FOUND",
+    "EXIT_OK",
+    "EXIT_STORAGE",
+    "CliError",
+    "ModelFailure",
+    "NotFoundError",
+    "StorageFailure",
+    "from_library",
 ]
 
 EXIT_OK = 0

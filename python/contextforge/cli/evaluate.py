@@ -16,14 +16,14 @@ from typing import Any
 
 import click
 
-from .errors import CliError, from_library
-from .options import common, json_option
-from .render import count
-from .safe import printable
 from ..config import Config
 from ..errors import ContextForgeError
 from ..evaluation.run import DEFAULT_BUDGET, DEFAULT_KS, check_ks, evaluate
 from ..evaluation.spec import load_spec
+from .errors import CliError, from_library
+from .options import common, json_option
+from .render import count
+from .safe import printable
 
 __all__ = ["config_from_pairs", "eval_", "eval_command"]
 
@@ -37,24 +37,43 @@ def _cutoffs(ctx: click.Context, param: click.Parameter, value: str) -> tuple[in
     try:
         return check_ks([int(k) for k in value.split(",") if k.strip()])
     except ValueError as err:
-        raise click.BadParameter(f"expected positive integers separated by commas ({err})",
-                                 ctx=ctx, param=param) from None
+        raise click.BadParameter(
+            f"expected positive integers separated by commas ({err})", ctx=ctx, param=param
+        ) from None
 
 
 @click.command("eval")
 @click.argument("spec", metavar="SPEC")
-@click.option("--k", "ks", metavar="K,...", default=",".join(map(str, DEFAULT_KS)),
-              show_default=True, callback=_cutoffs,
-              help="The cut-offs of recall@k, hit@k and nDCG@k, separated by commas.")
-@click.option("--budget", type=click.IntRange(min=1), metavar="TOKENS", default=DEFAULT_BUDGET,
-              show_default=True, help="The token budget of recall@budget.")
-@click.option("--config", "settings", multiple=True, metavar="KEY=VALUE",
-              help="A Config setting for the store (repeatable), e.g. recency_weight=0 or "
-                   "embedder=local; 'none' for an optional setting's None.")
+@click.option(
+    "--k",
+    "ks",
+    metavar="K,...",
+    default=",".join(map(str, DEFAULT_KS)),
+    show_default=True,
+    callback=_cutoffs,
+    help="The cut-offs of recall@k, hit@k and nDCG@k, separated by commas.",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    metavar="TOKENS",
+    default=DEFAULT_BUDGET,
+    show_default=True,
+    help="The token budget of recall@budget.",
+)
+@click.option(
+    "--config",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Config setting for the store (repeatable), e.g. recency_weight=0 or "
+    "embedder=local; 'none' for an optional setting's None.",
+)
 @click.option("--report", metavar="FILE", help="Also write the full report as JSON to FILE.")
 @json_option("Print the full report as JSON instead of the table.")
-def eval_command(ks: tuple[int, ...], budget: int, settings: tuple[str, ...], spec: str,
-                 report: str | None) -> None:
+def eval_command(
+    ks: tuple[int, ...], budget: int, settings: tuple[str, ...], spec: str, report: str | None
+) -> None:
     """Measure retrieval quality on SPEC (JSON): recall@k, hit@k, MRR, nDCG@k and
     recall within a token budget, overall and per category.
 
@@ -80,8 +99,10 @@ def eval_command(ks: tuple[int, ...], budget: int, settings: tuple[str, ...], sp
     if common().as_json:
         click.echo(result.to_json())
         return
-    click.echo(f"## {printable(result.name)}: {count(len(result.queries), 'query', 'queries')}, "
-               f"budget {result.budget} tokens\n")
+    click.echo(
+        f"## {printable(result.name)}: {count(len(result.queries), 'query', 'queries')}, "
+        f"budget {result.budget} tokens\n"
+    )
     click.echo("\n".join(printable(line) for line in result.table().splitlines()))
 
 
@@ -130,8 +151,12 @@ def _coerce(key: str, value: str, hint: Any) -> object:
                 return option(value)
             except ValueError:
                 continue
-    choices = [repr(c) for o in options if typing.get_origin(o) is typing.Literal
-               for c in typing.get_args(o)]
+    choices = [
+        repr(c)
+        for o in options
+        if typing.get_origin(o) is typing.Literal
+        for c in typing.get_args(o)
+    ]
     wanted = f"one of {', '.join(choices)}" if choices else getattr(hint, "__name__", str(hint))
     raise ValueError(f"--config {key}: {value!r} is not {wanted}")
 

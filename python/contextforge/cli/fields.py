@@ -10,8 +10,17 @@ from typing import Any
 
 from .timeparse import parse_time
 
-__all__ = ["Defaults", "Parsed", "Record", "RecordError", "json_type", "metadata", "optional_text",
-           "text", "time"]
+__all__ = [
+    "Defaults",
+    "Parsed",
+    "Record",
+    "RecordError",
+    "json_type",
+    "metadata",
+    "optional_text",
+    "text",
+    "time",
+]
 
 
 class RecordError(ValueError):
@@ -50,8 +59,15 @@ def time(line: int, value: Mapping[str, Any], key: str, where: str = "") -> date
 
 
 def json_type(value: object) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-             int: "a number", float: "a number", type(None): "null"}
+    names = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }
     return names.get(type(value), type(value).__name__)
 
 

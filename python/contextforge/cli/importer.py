@@ -92,11 +92,18 @@ def import_records(
     pending = [r for r, entry in zip(ordered, claimed) if entry is None]
     held = len(ordered) - len(pending)
     mode = _id_mode(store, ordered, claimed, pending)
-    mapping = {r.id: entry for r, entry in zip(ordered, claimed)
-               if r.id is not None and entry is not None}
+    mapping = {
+        r.id: entry for r, entry in zip(ordered, claimed) if r.id is not None and entry is not None
+    }
     if dry_run:
-        return Summary(added=len(pending), present=held, duplicates=None, expired=expired,
-                       ids=mode, remapped=None if mode == "renumbered" else 0)
+        return Summary(
+            added=len(pending),
+            present=held,
+            duplicates=None,
+            expired=expired,
+            ids=mode,
+            remapped=None if mode == "renumbered" else 0,
+        )
     added = duplicates = 0
     bar = Progress("importing", len(pending), enabled=progress)
     try:
@@ -114,8 +121,15 @@ def import_records(
     finally:
         bar.close()
     id_map = tuple(sorted(mapping.items()))
-    return Summary(added=added, present=held, duplicates=duplicates, expired=expired, ids=mode,
-                   remapped=sum(old != new for old, new in id_map), id_map=id_map)
+    return Summary(
+        added=added,
+        present=held,
+        duplicates=duplicates,
+        expired=expired,
+        ids=mode,
+        remapped=sum(old != new for old, new in id_map),
+        id_map=id_map,
+    )
 
 
 def _item(record: Record, dedupe: bool, *, keep: bool) -> dict[str, Any]:
@@ -125,7 +139,9 @@ def _item(record: Record, dedupe: bool, *, keep: bool) -> dict[str, Any]:
 
 
 def _id_mode(
-    store: ContextForgeSync, records: Sequence[Record], claimed: Sequence[int | None],
+    store: ContextForgeSync,
+    records: Sequence[Record],
+    claimed: Sequence[int | None],
     pending: Sequence[Record],
 ) -> IdMode | None:
     """``"kept"`` when the store holds only records of this file, each at its own id
@@ -135,8 +151,10 @@ def _id_mode(
     in_use = {entry for entry in claimed if entry is not None}
     if store.count() != len(in_use):
         return "renumbered"
-    if any(entry is not None and r.id is not None and entry != r.id
-           for r, entry in zip(records, claimed)):
+    if any(
+        entry is not None and r.id is not None and entry != r.id
+        for r, entry in zip(records, claimed)
+    ):
         return "renumbered"
     if any(r.id in in_use for r in pending):
         return "renumbered"
@@ -148,7 +166,8 @@ def _assign_times(records: Sequence[Record]) -> list[Record]:
     microseconds, so the file's order survives as time order."""
     start = datetime.now(timezone.utc)
     return [
-        r if r.item["timestamp"] is not None
+        r
+        if r.item["timestamp"] is not None
         else Record(r.line, {**r.item, "timestamp": start + i * MICROSECOND}, False, r.id)
         for i, r in enumerate(records)
     ]

@@ -27,25 +27,58 @@ __all__ = ["import_"]
 
 @click.command("import")
 @click.argument("file", metavar="FILE")
-@click.option("--scope", metavar="SCOPE",
-              help="Import everything into SCOPE: an entry naming another scope is refused.")
-@click.option("--keep-scopes", is_flag=True,
-              help="With --scope: entries naming a scope keep it; SCOPE is only the default.")
-@click.option("--session", "session_id", metavar="ID", help="Session for every message (default: from the record).")
-@click.option("--kind", metavar="KIND", help="Kind for records that name none. Default: note (entries), message (chat).")
-@click.option("--dedupe/--no-dedupe", default=True, show_default=True,
-              help="Skip a record equal to a stored entry (as 'save' does); --no-dedupe keeps "
-                   "every copy.")
-@click.option("--include-system", is_flag=True,
-              help="Also import system and developer messages (skipped by default).")
-@click.option("--id-map", metavar="MAP",
-              help="Write MAP (JSONL): {\"old\": ID, \"new\": ID} for every entry that had an id.")
+@click.option(
+    "--scope",
+    metavar="SCOPE",
+    help="Import everything into SCOPE: an entry naming another scope is refused.",
+)
+@click.option(
+    "--keep-scopes",
+    is_flag=True,
+    help="With --scope: entries naming a scope keep it; SCOPE is only the default.",
+)
+@click.option(
+    "--session",
+    "session_id",
+    metavar="ID",
+    help="Session for every message (default: from the record).",
+)
+@click.option(
+    "--kind",
+    metavar="KIND",
+    help="Kind for records that name none. Default: note (entries), message (chat).",
+)
+@click.option(
+    "--dedupe/--no-dedupe",
+    default=True,
+    show_default=True,
+    help="Skip a record equal to a stored entry (as 'save' does); --no-dedupe keeps every copy.",
+)
+@click.option(
+    "--include-system",
+    is_flag=True,
+    help="Also import system and developer messages (skipped by default).",
+)
+@click.option(
+    "--id-map",
+    metavar="MAP",
+    help='Write MAP (JSONL): {"old": ID, "new": ID} for every entry that had an id.',
+)
 @click.option("--force", is_flag=True, help="Replace MAP if it exists.")
-@click.option("--batch-size", type=click.IntRange(min=1), metavar="N", default=1000, show_default=True,
-              help="Entries saved per transaction.")
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    metavar="N",
+    default=1000,
+    show_default=True,
+    help="Entries saved per transaction.",
+)
 @click.option("--dry-run", is_flag=True, help="Validate and count, but save nothing.")
-@click.option("--progress/--no-progress", default=None,
-              help="Show a progress bar on stderr. Default: only on a terminal.")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show a progress bar on stderr. Default: only on a terminal.",
+)
 @common_options()
 def import_(
     file: str,
@@ -107,10 +140,14 @@ def import_(
     opts = common()
     show = progress if progress is not None else sys.stderr.isatty()
     label = "stdin" if file == "-" else file
-    defaults = Defaults(scope=scope, session_id=session_id, kind=kind,
-                        source="stdin" if file == "-" else Path(file).name,
-                        confine=scope is not None and not keep_scopes,
-                        include_system=include_system)
+    defaults = Defaults(
+        scope=scope,
+        session_id=session_id,
+        kind=kind,
+        source="stdin" if file == "-" else Path(file).name,
+        confine=scope is not None and not keep_scopes,
+        include_system=include_system,
+    )
     db, _ = resolve_db(opts.db)
     if id_map is not None:
         check_target(id_map, db, force=force)  # before anything is read or saved
@@ -118,12 +155,21 @@ def import_(
         with _open_input(file) as stream:
             parsed = parse_lines(stream, defaults)
         if parsed.messages and scope is None:
-            click.echo(f"Warning: {count(parsed.messages, 'chat message')} without --scope "
-                       "go to the global scope, shared by every user; give --scope "
-                       "(e.g. user:42) to keep them apart", err=True)
+            click.echo(
+                f"Warning: {count(parsed.messages, 'chat message')} without --scope "
+                "go to the global scope, shared by every user; give --scope "
+                "(e.g. user:42) to keep them apart",
+                err=True,
+            )
         with opts.store() as store:
-            summary = import_records(store, parsed.records, batch_size=batch_size, dedupe=dedupe,
-                                     dry_run=dry_run, progress=show)
+            summary = import_records(
+                store,
+                parsed.records,
+                batch_size=batch_size,
+                dedupe=dedupe,
+                dry_run=dry_run,
+                progress=show,
+            )
     except RecordError as err:
         raise CliError(f"{label}:{err.line}: {err.message}") from None
     if id_map is not None:
@@ -133,18 +179,27 @@ def import_(
     _report(summary, parsed, label, id_map, dry_run, opts.as_json)
 
 
-def _report(summary: Summary, parsed: Parsed, label: str, id_map: str | None, dry_run: bool,
-            as_json: bool) -> None:
+def _report(
+    summary: Summary, parsed: Parsed, label: str, id_map: str | None, dry_run: bool, as_json: bool
+) -> None:
     if as_json:
-        echo_json({
-            "file": label, "lines": parsed.lines, "records": len(parsed.records),
-            "added": summary.added, "already_present": summary.present,
-            "duplicates": summary.duplicates, "expired_skipped": summary.expired,
-            "empty_messages_skipped": parsed.empty_messages,
-            "system_messages_skipped": parsed.system_skipped,
-            "ids": summary.ids, "remapped": summary.remapped, "id_map": id_map,
-            "dry_run": dry_run,
-        })
+        echo_json(
+            {
+                "file": label,
+                "lines": parsed.lines,
+                "records": len(parsed.records),
+                "added": summary.added,
+                "already_present": summary.present,
+                "duplicates": summary.duplicates,
+                "expired_skipped": summary.expired,
+                "empty_messages_skipped": parsed.empty_messages,
+                "system_messages_skipped": parsed.system_skipped,
+                "ids": summary.ids,
+                "remapped": summary.remapped,
+                "id_map": id_map,
+                "dry_run": dry_run,
+            }
+        )
         return
     parts = [f"{summary.present} already present"]
     if summary.duplicates:
@@ -163,11 +218,16 @@ def _report(summary: Summary, parsed: Parsed, label: str, id_map: str | None, dr
         changed = f"{count(summary.remapped or 0, 'id')} renumbered"
         parts.append(changed + (f", listed in {printable(id_map)}" if id_map else ""))
     verb = "would import" if dry_run else "imported"
-    click.echo(f"{verb} {summary.added} of {count(len(parsed.records), 'record')} from "
-               f"{printable(label)} ({', '.join(parts)})")
+    click.echo(
+        f"{verb} {summary.added} of {count(len(parsed.records), 'record')} from "
+        f"{printable(label)} ({', '.join(parts)})"
+    )
     if summary.remapped and id_map is None:
-        click.echo(f"Warning: {count(summary.remapped, 'entry', 'entries')} got a new id; "
-                   "--id-map MAP lists the old and new ids", err=True)
+        click.echo(
+            f"Warning: {count(summary.remapped, 'entry', 'entries')} got a new id; "
+            "--id-map MAP lists the old and new ids",
+            err=True,
+        )
 
 
 @contextmanager

@@ -30,8 +30,9 @@ def scopes() -> None:
     if opts.as_json:
         echo_json(rows)
     elif rows:
-        click.echo(table(["entries", "scope"],
-                         [[r["entries"], r["scope"] or "(global)"] for r in rows]))
+        click.echo(
+            table(["entries", "scope"], [[r["entries"], r["scope"] or "(global)"] for r in rows])
+        )
     else:
         click.echo("the store is empty", err=True)
 

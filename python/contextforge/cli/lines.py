@@ -53,6 +53,8 @@ def read_text(stream: IO[str], name: str, limit: int = MAX_LINE_BYTES) -> str:
     line, it becomes entries, and is read no further than the cap."""
     text = stream.read(limit + 1)
     if len(text) > limit:
-        raise CliError(f"{name} is longer than {limit // (1024 * 1024)} Mi characters, "
-                       "the most one input may take")
+        raise CliError(
+            f"{name} is longer than {limit // (1024 * 1024)} Mi characters, "
+            "the most one input may take"
+        )
     return text

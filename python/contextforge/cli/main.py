@@ -9,16 +9,16 @@ from collections.abc import Sequence
 import click
 
 from .. import __version__
+from .distill import distill
 from .entries import delete, get, query, save
 from .errors import CliError
+from .evaluate import eval_
+from .importing import import_
 from .info import scopes, stats
 from .options import Common, common_options
 from .safe import printable
 from .serve import mcp
-from .importing import import_
 from .transfer import export
-from .distill import distill
-from .evaluate import eval_
 
 __all__ = ["cli", "main"]
 

@@ -38,8 +38,12 @@ SKIPPED_ROLES = frozenset({"system", "developer"})
 
 
 def conversation(
-    line: int, messages: Sequence[object], defaults: Defaults, session: str | None,
-    parsed: Parsed, label: str = "messages",
+    line: int,
+    messages: Sequence[object],
+    defaults: Defaults,
+    session: str | None,
+    parsed: Parsed,
+    label: str = "messages",
 ) -> Iterator[Record]:
     """The records of one conversation's messages, undated ones dated as the module says."""
     records = []
@@ -54,8 +58,13 @@ def conversation(
 
 
 def message(
-    line: int, value: Mapping[str, Any], defaults: Defaults, session: str | None,
-    index: int | None, parsed: Parsed, label: str = "messages",
+    line: int,
+    value: Mapping[str, Any],
+    defaults: Defaults,
+    session: str | None,
+    index: int | None,
+    parsed: Parsed,
+    label: str = "messages",
 ) -> Record | None:
     """A message's record, or ``None`` (counted in ``parsed``) when it is skipped."""
     where = "" if index is None else f"{label}[{index}]: "
@@ -133,5 +142,6 @@ def _text(line: int, where: str, content: object) -> str:
             elif isinstance(part, dict) and isinstance(part.get("text"), str):
                 parts.append(part["text"])
         return "\n".join(parts)
-    raise RecordError(line, f"{where}'content' must be a string or a list of parts, "
-                            f"got {json_type(content)}")
+    raise RecordError(
+        line, f"{where}'content' must be a string or a list of parts, got {json_type(content)}"
+    )

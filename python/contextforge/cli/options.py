@@ -57,8 +57,9 @@ def _set_json(ctx: click.Context, _: click.Parameter, value: bool) -> None:
 
 def json_option(help: str = "Print JSON for scripts instead of tables.") -> Callable[[F], F]:
     """Adds ``--json`` (read back as ``common().as_json``)."""
-    return click.option("--json", "as_json", is_flag=True, expose_value=False,
-                        callback=_set_json, help=help)
+    return click.option(
+        "--json", "as_json", is_flag=True, expose_value=False, callback=_set_json, help=help
+    )
 
 
 def common_options(*, with_json: bool = True) -> Callable[[F], F]:
@@ -68,16 +69,22 @@ def common_options(*, with_json: bool = True) -> Callable[[F], F]:
         if with_json:
             f = json_option()(f)
         f = click.option(
-            "--scrub-pii", is_flag=True, expose_value=False, callback=_set_scrub_pii,
+            "--scrub-pii",
+            is_flag=True,
+            expose_value=False,
+            callback=_set_scrub_pii,
             help="Also redact e-mail addresses, phone numbers, payment card numbers and "
-                 "IBANs in what is saved, as Config(scrub_pii=True) does. Default: as the "
-                 "store was last opened by its application.",
+            "IBANs in what is saved, as Config(scrub_pii=True) does. Default: as the "
+            "store was last opened by its application.",
         )(f)
         return click.option(
-            "--db", metavar="PATH", expose_value=False, callback=_set_db,
+            "--db",
+            metavar="PATH",
+            expose_value=False,
+            callback=_set_db,
             help=f"The database file (not empty; a symbolic link must point at an existing "
-                 f"file). Default: ${ENV_VAR}, else "
-                 "$XDG_DATA_HOME/contextforge/memory.db (~/.local/share/...).",
+            f"file). Default: ${ENV_VAR}, else "
+            "$XDG_DATA_HOME/contextforge/memory.db (~/.local/share/...).",
         )(f)
 
     return decorate
@@ -88,7 +95,9 @@ def common() -> Common:
     return click.get_current_context().ensure_object(Common)
 
 
-def json_object(ctx: click.Context | None, param: click.Parameter | None, value: str | None) -> dict[str, Any] | None:
+def json_object(
+    ctx: click.Context | None, param: click.Parameter | None, value: str | None
+) -> dict[str, Any] | None:
     """A click callback: the option's text parsed as a JSON object."""
     if value is None:
         return None
@@ -97,5 +106,5 @@ def json_object(ctx: click.Context | None, param: click.Parameter | None, value:
     except json.JSONDecodeError as err:
         raise click.BadParameter(f"not valid JSON: {err.msg} (column {err.colno})") from None
     if not isinstance(parsed, dict):
-        raise click.BadParameter("must be a JSON object, e.g. '{\"source\": \"slack\"}'")
+        raise click.BadParameter('must be a JSON object, e.g. \'{"source": "slack"}\'')
     return parsed

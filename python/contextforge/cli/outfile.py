@@ -42,8 +42,9 @@ def check_target(file: str, db: str, *, force: bool) -> os.stat_result | None:
     if file.endswith(("/", os.sep)):
         raise CliError(f"cannot write {file}: it names a directory")
     if _is_database(file, db):
-        raise CliError(f"refusing to write {file}: it is the database (--db {db}) "
-                       "or one of its files")
+        raise CliError(
+            f"refusing to write {file}: it is the database (--db {db}) or one of its files"
+        )
     target = Path(file)
     try:
         st = os.lstat(target)
@@ -54,8 +55,9 @@ def check_target(file: str, db: str, *, force: bool) -> os.stat_result | None:
     except OSError as err:
         raise CliError(f"cannot write {file}: {err.strerror or err}") from None
     if not stat.S_ISREG(st.st_mode):
-        raise CliError(f"refusing to replace {file}: it is {describe(st.st_mode)}, "
-                       "not a regular file")
+        raise CliError(
+            f"refusing to replace {file}: it is {describe(st.st_mode)}, not a regular file"
+        )
     if not force:
         raise CliError(f"{file} already exists (--force replaces it)")
     return st

@@ -81,9 +81,14 @@ def _not_a_database_file(path: str) -> str | None:
 
 def describe(mode: int) -> str:
     """What kind of file a ``st_mode`` is, for an error message."""
-    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-             (stat.S_ISLNK, "a symbolic link")]
+    kinds = [
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ]
     return next((name for test, name in kinds if test(mode)), "a special file")
 
 

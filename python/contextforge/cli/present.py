@@ -52,8 +52,9 @@ def stored_keys(
     """
     keys: list[Key] = []
     bar = Progress("checking ", len(records), enabled=progress)
-    scratch_config = dataclasses.replace(config, path=":memory:", index_dir=None, auth_token=None,
-                                         max_entries_per_scope=None)
+    scratch_config = dataclasses.replace(
+        config, path=":memory:", index_dir=None, auth_token=None, max_entries_per_scope=None
+    )
     try:
         with ContextForgeSync.open(scratch_config) as scratch:
             for batch in batches(records, batch_size):
@@ -92,10 +93,14 @@ class Present:
             self._claim(key, r.timed, r.id, own_only=True) if r.id is not None else None
             for r, key in zip(records, keys)
         ]
-        return [entry if entry is not None else self._claim(key, r.timed, r.id)
-                for r, key, entry in zip(records, keys, claimed)]
+        return [
+            entry if entry is not None else self._claim(key, r.timed, r.id)
+            for r, key, entry in zip(records, keys, claimed)
+        ]
 
-    def _claim(self, key: Key, timed: bool, own_id: int | None, own_only: bool = False) -> int | None:
+    def _claim(
+        self, key: Key, timed: bool, own_id: int | None, own_only: bool = False
+    ) -> int | None:
         """The id of a stored entry this record is, now taken; ``None`` if none is."""
         pool = self._full.get(key) if timed else self._partial.get(key[:6] + (None,))
         if not pool:
@@ -128,8 +133,10 @@ def _spans(records: Sequence[Record]) -> dict[str | None, tuple[datetime | None,
             continue
         old = spans.get(scope)
         spans[scope] = (when, when) if old is None else (min(old[0], when), max(old[1], when))
-    return {scope: (None, None) if span is None else (span[0], span[1] + MICROSECOND)
-            for scope, span in spans.items()}
+    return {
+        scope: (None, None) if span is None else (span[0], span[1] + MICROSECOND)
+        for scope, span in spans.items()
+    }
 
 
 def key_of(hit: Hit, timed: bool) -> Key:

@@ -11,7 +11,9 @@ __all__ = ["Progress"]
 class Progress:
     """``label [#####-----] done/total pct%``, redrawn in place."""
 
-    def __init__(self, label: str, total: int, *, enabled: bool, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, label: str, total: int, *, enabled: bool, stream: TextIO | None = None
+    ) -> None:
         self._label = label
         self._total = max(total, 0)
         self._done = 0

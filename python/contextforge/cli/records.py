@@ -69,7 +69,9 @@ def parse_lines(stream: IO[bytes], defaults: Defaults) -> Parsed:
             started = True
             _parse_line(number, line, defaults, parsed, ids, loose)
     except LineTooLong as err:
-        raise RecordError(err.line, f"line longer than {_MIB}, the most one record may take") from None
+        raise RecordError(
+            err.line, f"line longer than {_MIB}, the most one record may take"
+        ) from None
     for positions in loose.values():
         dated = date_undated([parsed.records[i] for i in positions])
         for i, record in zip(positions, dated):
@@ -105,7 +107,9 @@ def _parse_array(
         parsed.lines = later
         size += len(raw)
         if size > MAX_LINE_BYTES:
-            raise RecordError(number, f"a JSON array file longer than {_MIB}, the most one may take")
+            raise RecordError(
+                number, f"a JSON array file longer than {_MIB}, the most one may take"
+            )
         chunks.append(raw)
     try:
         body = b"".join(chunks).decode("utf-8-sig")
@@ -118,7 +122,11 @@ def _parse_array(
 
 
 def _parse_line(
-    number: int, line: str, defaults: Defaults, parsed: Parsed, ids: dict[int, int],
+    number: int,
+    line: str,
+    defaults: Defaults,
+    parsed: Parsed,
+    ids: dict[int, int],
     loose: dict[str | None, list[int]],
 ) -> None:
     value = _loads(number, line.rstrip("\r\n"))
@@ -139,7 +147,9 @@ def _parse_line(
         record = _entry(number, value, defaults)
         if record.id is not None:
             if record.id in ids:
-                raise RecordError(number, f"id {record.id} was already given on line {ids[record.id]}")
+                raise RecordError(
+                    number, f"id {record.id} was already given on line {ids[record.id]}"
+                )
             ids[record.id] = number
         parsed.records.append(record)
 
@@ -147,16 +157,23 @@ def _parse_line(
 def _entry(line: int, value: dict[str, Any], defaults: Defaults) -> Record:
     unknown = sorted(set(value) - _ENTRY_FIELDS - _IGNORED_FIELDS)
     if unknown:
-        raise RecordError(line, f"unknown field {unknown[0]!r} (an entry has {', '.join(sorted(_ENTRY_FIELDS))})")
+        raise RecordError(
+            line, f"unknown field {unknown[0]!r} (an entry has {', '.join(sorted(_ENTRY_FIELDS))})"
+        )
     if "content" not in value:
         raise RecordError(line, "missing 'content' (or 'role' for a chat message)")
     timestamp = time(line, value, "timestamp")
     item = {
         "content": text(line, value, "content"),
-        "kind": text(line, value, "kind") if value.get("kind") is not None else defaults.kind or "note",
+        "kind": text(line, value, "kind")
+        if value.get("kind") is not None
+        else defaults.kind or "note",
         "scope": _scope(line, value, defaults),
-        "session_id": (optional_text(line, value, "session_id") if "session_id" in value
-                       else defaults.session_id),
+        "session_id": (
+            optional_text(line, value, "session_id")
+            if "session_id" in value
+            else defaults.session_id
+        ),
         "metadata": metadata(line, value.get("metadata")),
         "timestamp": timestamp,
         "expires_at": time(line, value, "expires_at"),
@@ -183,8 +200,11 @@ def _scope(line: int, value: Mapping[str, Any], defaults: Defaults) -> str | Non
     scope = optional_text(line, value, "scope")
     if defaults.confine and scope != defaults.scope:
         named = "null (global)" if scope is None else repr(scope)
-        raise RecordError(line, f"scope {named} is outside --scope {defaults.scope!r} "
-                                "(--keep-scopes imports records into the scopes they name)")
+        raise RecordError(
+            line,
+            f"scope {named} is outside --scope {defaults.scope!r} "
+            "(--keep-scopes imports records into the scopes they name)",
+        )
     return scope
 
 
@@ -196,5 +216,7 @@ def _session_of(line: int, value: Mapping[str, Any]) -> str | None:
         if isinstance(session, int) and not isinstance(session, bool):
             return str(session)
         if session is not None:
-            raise RecordError(line, f"'{key}' must be a string or an integer, got {json_type(session)}")
+            raise RecordError(
+                line, f"'{key}' must be a string or an integer, got {json_type(session)}"
+            )
     return None

@@ -13,27 +13,59 @@ __all__ = ["mcp"]
 
 
 @click.command()
-@click.option("--scope", "scopes", multiple=True, metavar="SCOPE",
-              help="A scope the agent may use (repeatable). The first is the default.")
-@click.option("--scope-prefix", "prefixes", multiple=True, metavar="PREFIX",
-              help="Allow every scope under PREFIX, e.g. 'team:a:' (repeatable).")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    metavar="SCOPE",
+    help="A scope the agent may use (repeatable). The first is the default.",
+)
+@click.option(
+    "--scope-prefix",
+    "prefixes",
+    multiple=True,
+    metavar="PREFIX",
+    help="Allow every scope under PREFIX, e.g. 'team:a:' (repeatable).",
+)
 @click.option("--allow-global", is_flag=True, help="Also allow global (unscoped) entries.")
 @click.option("--http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to bind with --http. Anything but a loopback address needs "
-                   "--insecure-no-auth.")
-@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True,
-              help="Port with --http.")
-@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="HOST[:PORT]",
-              help="With --http, also serve requests whose Host header names HOST (any port "
-                   "unless one is given). Repeatable. Loopback names are always served.")
-@click.option("--insecure-no-auth", is_flag=True,
-              help="With --http, allow a non-loopback --host although the server has no "
-                   "authentication: anyone who reaches it can read and change the memory.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind with --http. Anything but a loopback address needs --insecure-no-auth.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8000,
+    show_default=True,
+    help="Port with --http.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="HOST[:PORT]",
+    help="With --http, also serve requests whose Host header names HOST (any port "
+    "unless one is given). Repeatable. Loopback names are always served.",
+)
+@click.option(
+    "--insecure-no-auth",
+    is_flag=True,
+    help="With --http, allow a non-loopback --host although the server has no "
+    "authentication: anyone who reaches it can read and change the memory.",
+)
 @common_options(with_json=False)
 def mcp(
-    scopes: tuple[str, ...], prefixes: tuple[str, ...], allow_global: bool, http: bool,
-    host: str, port: int, allowed_hosts: tuple[str, ...], insecure_no_auth: bool,
+    scopes: tuple[str, ...],
+    prefixes: tuple[str, ...],
+    allow_global: bool,
+    http: bool,
+    host: str,
+    port: int,
+    allowed_hosts: tuple[str, ...],
+    insecure_no_auth: bool,
 ) -> None:
     """Run an MCP server over stdio (or streamable HTTP with --http).
 
@@ -70,10 +102,21 @@ def mcp(
     if problem:
         raise CliError(problem)
     if http and not is_loopback(host):
-        click.echo(f"Warning: serving MCP on {host!r} port {port} without authentication; "
-                   f"accepted Host headers: {', '.join(accepted)}", err=True)
+        click.echo(
+            f"Warning: serving MCP on {host!r} port {port} without authentication; "
+            f"accepted Host headers: {', '.join(accepted)}",
+            err=True,
+        )
     try:
-        serve(path, policy, http=http, host=host, port=port, allowed_hosts=allowed_hosts,
-              insecure_no_auth=insecure_no_auth, scrub_pii=opts.scrub_pii)
+        serve(
+            path,
+            policy,
+            http=http,
+            host=host,
+            port=port,
+            allowed_hosts=allowed_hosts,
+            insecure_no_auth=insecure_no_auth,
+            scrub_pii=opts.scrub_pii,
+        )
     except ContextForgeError as err:
         raise from_library(err) from err

@@ -22,12 +22,24 @@ _ALL = "\0all"  # not a valid scope (control character): "every scope"
 
 @click.command()
 @click.argument("file", metavar="[FILE]", default="-")
-@click.option("--scope", "scopes", multiple=True, metavar="SCOPE", help="Only this scope (repeatable). Default: all.")
-@click.option("--global", "include_global", is_flag=True, help="Only global entries (with --scope: also).")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    metavar="SCOPE",
+    help="Only this scope (repeatable). Default: all.",
+)
+@click.option(
+    "--global", "include_global", is_flag=True, help="Only global entries (with --scope: also)."
+)
 @click.option("--kind", metavar="KIND", help="Only entries of this kind.")
 @click.option("--session", "session_id", metavar="ID", help="Only entries of this session.")
-@click.option("--since", callback=time_option, metavar="TIME", help="Only entries at or after this time.")
-@click.option("--until", callback=time_option, metavar="TIME", help="Only entries before this time.")
+@click.option(
+    "--since", callback=time_option, metavar="TIME", help="Only entries at or after this time."
+)
+@click.option(
+    "--until", callback=time_option, metavar="TIME", help="Only entries before this time."
+)
 @click.option("--force", is_flag=True, help="Replace FILE if it exists (keeping its permissions).")
 @common_options(with_json=False)
 def export(
@@ -61,7 +73,9 @@ def export(
             if scope == _ALL:
                 hits = store.list(kind=kind, session_id=session_id, since=since, until=until)
             else:
-                hits = store.list(scope=scope, kind=kind, session_id=session_id, since=since, until=until)
+                hits = store.list(
+                    scope=scope, kind=kind, session_id=session_id, since=since, until=until
+                )
             for hit in hits:
                 out.write(json.dumps(entry_record(hit), ensure_ascii=False) + "\n")
                 written += 1

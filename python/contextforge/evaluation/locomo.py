@@ -33,10 +33,25 @@ _DATETIME = re.compile(
     r"\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+)\.?,?\s+(\d{4})\s*",
     re.IGNORECASE,
 )
-_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
-                "september", "october", "november", "december")
-_MONTHS = {**{m: i for i, m in enumerate(_MONTH_NAMES, 1)},
-           **{m[:3]: i for i, m in enumerate(_MONTH_NAMES, 1)}, "sept": 9}
+_MONTH_NAMES = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_MONTHS = {
+    **{m: i for i, m in enumerate(_MONTH_NAMES, 1)},
+    **{m[:3]: i for i, m in enumerate(_MONTH_NAMES, 1)},
+    "sept": 9,
+}
 
 
 def find_locomo_dir() -> Path | None:
@@ -62,8 +77,9 @@ def parse_locomo_datetime(text: str) -> datetime:
         raise SpecError(f"unreadable LoCoMo date {text!r}")
     hour = int(match[1]) % 12 + (12 if match[3].lower() == "p" else 0)
     try:
-        return datetime(int(match[6]), month, int(match[4]), hour, int(match[2]),
-                        tzinfo=timezone.utc)
+        return datetime(
+            int(match[6]), month, int(match[4]), hour, int(match[2]), tzinfo=timezone.utc
+        )
     except ValueError as err:
         raise SpecError(f"unreadable LoCoMo date {text!r} ({err})") from None
 
@@ -97,8 +113,10 @@ def load_locomo(directory: str | os.PathLike[str]) -> Spec:
         queries.extend(_queries(path.stem, data.get("qa", []), known, tally))
     notes = (
         f"{len(files)} conversations, {len(entries)} turns, {len(queries)} questions",
-        (f"evidence ids: {tally.evidence}, repaired {len(tally.repaired)}, "
-         f"dropped {len(tally.dropped)}; questions dropped: {len(tally.questions_dropped)}"),
+        (
+            f"evidence ids: {tally.evidence}, repaired {len(tally.repaired)}, "
+            f"dropped {len(tally.dropped)}; questions dropped: {len(tally.questions_dropped)}"
+        ),
         *(f"repaired {x}" for x in tally.repaired),
         *(f"dropped {x}" for x in tally.dropped),
         *(f"dropped question {x}" for x in tally.questions_dropped),
@@ -109,7 +127,8 @@ def load_locomo(directory: str | os.PathLike[str]) -> Spec:
 def _turns(stem: str, data: dict[str, Any]) -> list[Entry]:
     conv = data.get("conversation", data)
     sessions = sorted(
-        (int(m[1]), key) for key in conv
+        (int(m[1]), key)
+        for key in conv
         if (m := _SESSION.fullmatch(key)) and isinstance(conv[key], list)
     )
     out: list[Entry] = []
@@ -122,15 +141,17 @@ def _turns(stem: str, data: dict[str, Any]) -> list[Entry]:
             content = f"{turn['speaker']}: {turn.get('text', '')}"
             if turn.get("blip_caption"):
                 content += f" [shares {turn['blip_caption']}]"
-            out.append(Entry(
-                id=f"{stem}:{turn['dia_id']}",
-                content=content,
-                scope=f"locomo:{stem}",
-                session_id=f"locomo:{stem}:s{n}",
-                timestamp=stamp,
-                kind="message",
-                metadata={"dia_id": turn["dia_id"], "speaker": turn["speaker"]},
-            ))
+            out.append(
+                Entry(
+                    id=f"{stem}:{turn['dia_id']}",
+                    content=content,
+                    scope=f"locomo:{stem}",
+                    session_id=f"locomo:{stem}:s{n}",
+                    timestamp=stamp,
+                    kind="message",
+                    metadata={"dia_id": turn["dia_id"], "speaker": turn["speaker"]},
+                )
+            )
     return out
 
 
@@ -158,6 +179,13 @@ def _queries(stem: str, qa: list[dict[str, Any]], known: set[str], tally: _Tally
         if not relevant:
             tally.questions_dropped.append(f"{qid}: no evidence left")
             continue
-        out.append(Query(id=qid, text=str(item["question"]), scope=f"locomo:{stem}",
-                         relevant=tuple(relevant), category=category))
+        out.append(
+            Query(
+                id=qid,
+                text=str(item["question"]),
+                scope=f"locomo:{stem}",
+                relevant=tuple(relevant),
+                category=category,
+            )
+        )
     return out

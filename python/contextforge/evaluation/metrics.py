@@ -19,8 +19,17 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 
-__all__ = ["BUDGET_RECALL", "MRR", "hit_at", "metric_names", "ndcg_at", "query_metrics",
-           "recall", "recall_at", "reciprocal_rank"]
+__all__ = [
+    "BUDGET_RECALL",
+    "MRR",
+    "hit_at",
+    "metric_names",
+    "ndcg_at",
+    "query_metrics",
+    "recall",
+    "recall_at",
+    "reciprocal_rank",
+]
 
 MRR = "mrr"
 BUDGET_RECALL = "recall@budget"
@@ -54,8 +63,13 @@ def ndcg_at(relevant: Collection[str], ranked: Sequence[str], k: int) -> float:
 
 def metric_names(ks: Sequence[int]) -> list[str]:
     """Every metric's key, in report order."""
-    return ([f"recall@{k}" for k in ks] + [f"hit@{k}" for k in ks] + [MRR]
-            + [f"ndcg@{k}" for k in ks] + [BUDGET_RECALL])
+    return (
+        [f"recall@{k}" for k in ks]
+        + [f"hit@{k}" for k in ks]
+        + [MRR]
+        + [f"ndcg@{k}" for k in ks]
+        + [BUDGET_RECALL]
+    )
 
 
 def query_metrics(

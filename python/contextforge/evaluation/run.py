@@ -17,8 +17,16 @@ from .metrics import query_metrics
 from .report import QueryResult, Report
 from .spec import Query, Spec, sees
 
-__all__ = ["DEFAULT_BUDGET", "DEFAULT_KS", "ID_KEY", "Run", "evaluate", "newest_by_scope",
-           "query_now", "score"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "DEFAULT_KS",
+    "ID_KEY",
+    "Run",
+    "evaluate",
+    "newest_by_scope",
+    "query_now",
+    "score",
+]
 
 DEFAULT_KS = (1, 5, 10, 25)
 DEFAULT_BUDGET = 512
@@ -65,26 +73,31 @@ async def evaluate(
     depth = min(max(max(cuts), cfg.depth), _MAX_DEPTH)
     runs: dict[str, Run] = {}
     async with await ContextForge.open(cfg) as cf:
-        ids = await cf.save_many([
-            {
-                "content": e.content,
-                "kind": e.kind,
-                "scope": e.scope,
-                "session_id": e.session_id,
-                "metadata": {**e.metadata, ID_KEY: e.id},
-                "timestamp": e.timestamp,
-                "dedupe": False,
-            }
-            for e in spec.entries
-        ])
+        ids = await cf.save_many(
+            [
+                {
+                    "content": e.content,
+                    "kind": e.kind,
+                    "scope": e.scope,
+                    "session_id": e.session_id,
+                    "metadata": {**e.metadata, ID_KEY: e.id},
+                    "timestamp": e.timestamp,
+                    "dedupe": False,
+                }
+                for e in spec.entries
+            ]
+        )
         external = dict(zip(map(int, ids), (e.id for e in spec.entries), strict=True))
         newest = newest_by_scope(spec)
         for query in spec.queries:
             now = query_now(query, newest)
             # In a spec, a query without a scope searches every scope.
             scope: CfScope = (
-                ALL_SCOPES if query.scope is None
-                else list(query.scope) if isinstance(query.scope, tuple) else query.scope
+                ALL_SCOPES
+                if query.scope is None
+                else list(query.scope)
+                if isinstance(query.scope, tuple)
+                else query.scope
             )
             ranked = await cf.query(query.text, scope, _UNBOUNDED, now=now, depth=depth)
             packed = await cf.query(query.text, scope, budget, now=now)
@@ -96,8 +109,9 @@ async def evaluate(
     settings = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
     if cfg.embedder is not None:
         settings["embedder"] = embedder_name(cfg.embedder)
-    return score(spec, runs, system="contextforge", ks=cuts, budget=budget, depth=depth,
-                 config=settings)
+    return score(
+        spec, runs, system="contextforge", ks=cuts, budget=budget, depth=depth, config=settings
+    )
 
 
 def score(
@@ -119,17 +133,27 @@ def score(
     for query in spec.queries:
         run = runs[query.id]
         ranked = list(run.ranked)[:depth]
-        results.append(QueryResult(
-            id=query.id,
-            category=query.category,
-            relevant=query.relevant,
-            ranked=tuple(ranked[: max(cuts)]),
-            packed=tuple(run.packed),
-            packed_tokens=run.packed_tokens,
-            metrics=query_metrics(query.relevant, ranked, run.packed, cuts),
-        ))
-    return Report(name=spec.name, system=system, ks=cuts, budget=budget, depth=depth,
-                  queries=tuple(results), config=dict(config or {}), notes=spec.notes)
+        results.append(
+            QueryResult(
+                id=query.id,
+                category=query.category,
+                relevant=query.relevant,
+                ranked=tuple(ranked[: max(cuts)]),
+                packed=tuple(run.packed),
+                packed_tokens=run.packed_tokens,
+                metrics=query_metrics(query.relevant, ranked, run.packed, cuts),
+            )
+        )
+    return Report(
+        name=spec.name,
+        system=system,
+        ks=cuts,
+        budget=budget,
+        depth=depth,
+        queries=tuple(results),
+        config=dict(config or {}),
+        notes=spec.notes,
+    )
 
 
 def query_now(query: Query, newest: Mapping[str | None, datetime]) -> datetime | None:

@@ -21,8 +21,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TypeAlias
 
-__all__ = ["Entry", "Query", "Scope", "Spec", "SpecError", "load_spec", "parse_timestamp",
-           "spec_from_dict"]
+__all__ = [
+    "Entry",
+    "Query",
+    "Scope",
+    "Spec",
+    "SpecError",
+    "load_spec",
+    "parse_timestamp",
+    "spec_from_dict",
+]
 
 Scope: TypeAlias = str | None | tuple[str | None, ...]
 

@@ -48,7 +48,9 @@ class ScopePolicy:
             if any(ch in _WILDCARDS for ch in value) or any(ord(ch) < 32 for ch in value):
                 raise ValueError(f"scope {value!r} holds a wildcard or control character")
         if not (exact or spaces or allow_global):
-            raise ValueError("give the scopes the agent may use: --scope, --scope-prefix or --allow-global")
+            raise ValueError(
+                "give the scopes the agent may use: --scope, --scope-prefix or --allow-global"
+            )
         return cls(exact, spaces, allow_global)
 
     @property
@@ -91,11 +93,11 @@ class ScopePolicy:
 
 def _under(prefix: str, scope: str) -> bool:
     if prefix[-1] in ":/":
-        rest = scope[len(prefix):] if scope.startswith(prefix) else None
+        rest = scope[len(prefix) :] if scope.startswith(prefix) else None
     elif scope == prefix:
         return True
     else:
-        rest = scope[len(prefix) + 1:] if scope.startswith(prefix + ":") else None
+        rest = scope[len(prefix) + 1 :] if scope.startswith(prefix + ":") else None
     if not rest or not _CHILD.fullmatch(rest):
         return False
     return all(seg not in ("", ".", "..") for seg in _SEGMENTS.split(rest))

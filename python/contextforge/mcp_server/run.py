@@ -14,9 +14,17 @@ from .server import build_server
 __all__ = ["serve"]
 
 
-def serve(path: str, policy: ScopePolicy, *, http: bool = False, host: str = "127.0.0.1",
-          port: int = 8000, allowed_hosts: Iterable[str] = (), insecure_no_auth: bool = False,
-          scrub_pii: bool | None = None) -> None:
+def serve(
+    path: str,
+    policy: ScopePolicy,
+    *,
+    http: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    allowed_hosts: Iterable[str] = (),
+    insecure_no_auth: bool = False,
+    scrub_pii: bool | None = None,
+) -> None:
     """Serves the store at ``path`` over stdio (or streamable HTTP at
     ``http://host:port/mcp``) until the client disconnects or the process is stopped.
 
@@ -32,12 +40,27 @@ def serve(path: str, policy: ScopePolicy, *, http: bool = False, host: str = "12
     if http:
         check_bind(host, insecure_no_auth=insecure_no_auth)
         transport_security(host, allowed)  # a bad allowed host fails here, before opening
-    asyncio.run(_serve(Config(path=path, scrub_pii=scrub_pii), policy, http=http, host=host,
-                       port=port, allowed_hosts=allowed))
+    asyncio.run(
+        _serve(
+            Config(path=path, scrub_pii=scrub_pii),
+            policy,
+            http=http,
+            host=host,
+            port=port,
+            allowed_hosts=allowed,
+        )
+    )
 
 
-async def _serve(config: Config, policy: ScopePolicy, *, http: bool, host: str, port: int,
-                 allowed_hosts: list[str]) -> None:
+async def _serve(
+    config: Config,
+    policy: ScopePolicy,
+    *,
+    http: bool,
+    host: str,
+    port: int,
+    allowed_hosts: list[str],
+) -> None:
     async with await ContextForge.open(config) as store:
         server = build_server(store, policy, host=host, port=port, allowed_hosts=allowed_hosts)
         if http:

@@ -50,8 +50,14 @@ ScopeArg = Annotated[
 ]
 
 
-def build_server(store: ContextForge, policy: ScopePolicy, *, host: str = "127.0.0.1",
-                 port: int = 8000, allowed_hosts: Iterable[str] = ()) -> FastMCP:
+def build_server(
+    store: ContextForge,
+    policy: ScopePolicy,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    allowed_hosts: Iterable[str] = (),
+) -> FastMCP:
     """A FastMCP server over ``store`` that touches only what ``policy`` allows.
 
     ``host`` and ``port`` are where its streamable HTTP transport binds. Its Host/Origin
@@ -61,7 +67,11 @@ def build_server(store: ContextForge, policy: ScopePolicy, *, host: str = "127.0
     non-loopback host unless told otherwise, and so should a caller serving it directly.
     """
     server = FastMCP(
-        "contextforge", instructions=_INSTRUCTIONS, host=host, port=port, log_level="WARNING",
+        "contextforge",
+        instructions=_INSTRUCTIONS,
+        host=host,
+        port=port,
+        log_level="WARNING",
         transport_security=transport_security(host, allowed_hosts),
     )
     # FastMCP has no parameter for it; without this, clients see the MCP SDK's version.
@@ -85,14 +95,21 @@ def build_server(store: ContextForge, policy: ScopePolicy, *, host: str = "127.0
     )
     async def save_memory(
         content: Annotated[str, Field(description="The text to remember.")],
-        kind: Annotated[str, Field(description="A short label: note, fact, preference...")] = "note",
+        kind: Annotated[
+            str, Field(description="A short label: note, fact, preference...")
+        ] = "note",
         scope: ScopeArg = None,
-        session_id: Annotated[str | None, Field(description="The conversation it came from.")] = None,
-        metadata: Annotated[dict[str, Any] | None, Field(description="JSON data kept with it.")] = None,
+        session_id: Annotated[
+            str | None, Field(description="The conversation it came from.")
+        ] = None,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="JSON data kept with it.")
+        ] = None,
     ) -> Memory:
         target = _guard(write_scope, scope)
-        saved = await store.save(content, kind, scope=target, session_id=session_id,
-                                 metadata=metadata)
+        saved = await store.save(
+            content, kind, scope=target, session_id=session_id, metadata=metadata
+        )
         return memory(await fetch(saved.id), created=saved.created)
 
     @server.tool(
@@ -125,10 +142,16 @@ def build_server(store: ContextForge, policy: ScopePolicy, *, host: str = "127.0
         scopes = [_guard(policy.check, s) for s in dict.fromkeys(requested)]
         block = await store.context(query, scopes, budget, kinds=kinds, session_id=session_id)
         _refuse_foreign(block, policy)
-        result = SearchResult(context=block.text, tokens=block.tokens, scopes=scopes,
-                              hits=[memory(h, ranked=True) for h in block.hits])
-        return CallToolResult(content=[TextContent(type="text", text=block.text)],
-                              structuredContent=result.model_dump(mode="json"))
+        result = SearchResult(
+            context=block.text,
+            tokens=block.tokens,
+            scopes=scopes,
+            hits=[memory(h, ranked=True) for h in block.hits],
+        )
+        return CallToolResult(
+            content=[TextContent(type="text", text=block.text)],
+            structuredContent=result.model_dump(mode="json"),
+        )
 
     @server.tool(
         description="Get one memory by id. " + UNTRUSTED,
@@ -182,30 +205,38 @@ def build_server(store: ContextForge, policy: ScopePolicy, *, host: str = "127.0
     async def distill_transcript(
         transcript: Annotated[str, Field(description="The conversation text.")],
         scope: ScopeArg = None,
-        session_id: Annotated[str | None, Field(description="The conversation it came from.")] = None,
+        session_id: Annotated[
+            str | None, Field(description="The conversation it came from.")
+        ] = None,
     ) -> str:
         target = _guard(write_scope, scope)
         if target is None:
             raise ToolError("distilled memories need a scope")
         result = await store.distill_and_save(transcript, scope=target, session_id=session_id)
-        return json.dumps({
-            "saved": [vars(i) for i in result.saved],
-            "skipped": [vars(i) for i in result.skipped],
-            "chunks": result.chunks,
-        })
+        return json.dumps(
+            {
+                "saved": [vars(i) for i in result.saved],
+                "skipped": [vars(i) for i in result.skipped],
+                "chunks": result.chunks,
+            }
+        )
 
     @server.resource(
-        "memory://stats", name="stats", mime_type="application/json",
+        "memory://stats",
+        name="stats",
+        mime_type="application/json",
         description="Number of memories in each scope this server may use.",
     )
     async def stats() -> str:
         rows = await _visible_scopes(store, policy)
-        return json.dumps({
-            "version": __version__,
-            "entries": sum(r.entries for r in rows),
-            "scopes": [r.model_dump() for r in rows],
-            "allowed": policy.describe(),
-        })
+        return json.dumps(
+            {
+                "version": __version__,
+                "entries": sum(r.entries for r in rows),
+                "scopes": [r.model_dump() for r in rows],
+                "allowed": policy.describe(),
+            }
+        )
 
     return server
 
@@ -232,10 +263,14 @@ def _refuse_foreign(block: Context, policy: ScopePolicy) -> None:
         _log.error(
             "search returned %d entries outside this server's scopes (ids %s); the result "
             "was withheld. The store's search index may be damaged or belong to another "
-            "database: delete it (<db>.index) to have it rebuilt.", len(foreign), foreign[:20],
+            "database: delete it (<db>.index) to have it rebuilt.",
+            len(foreign),
+            foreign[:20],
         )
-        raise ToolError("search failed: the store returned entries outside this server's "
-                        "scopes, so nothing was returned (the operator has been told)")
+        raise ToolError(
+            "search failed: the store returned entries outside this server's "
+            "scopes, so nothing was returned (the operator has been told)"
+        )
 
 
 async def _visible_scopes(store: ContextForge, policy: ScopePolicy) -> list[ScopeCount]:
@@ -245,5 +280,8 @@ async def _visible_scopes(store: ContextForge, policy: ScopePolicy) -> list[Scop
     named: list[str | None] = [*policy.scopes, *sorted(s for s in counts if s is not None)]
     if policy.allow_global:
         named.append(None)
-    return [ScopeCount(scope=s, entries=counts.get(s, 0))
-            for s in dict.fromkeys(named) if policy.allows(s)]
+    return [
+        ScopeCount(scope=s, entries=counts.get(s, 0))
+        for s in dict.fromkeys(named)
+        if policy.allows(s)
+    ]

@@ -329,9 +329,9 @@ mod tests {
 
     #[test]
     fn every_rule_compiles_and_fits_the_mask() {
-        let engine = engine();
-        assert!(engine.rules.len() <= MAX_RULES);
-        for rule in &engine.rules {
+        let detector = detector();
+        assert!(detector.rules.len() <= MAX_RULES);
+        for rule in &detector.rules {
             assert!(
                 rule.label
                     .bytes()
