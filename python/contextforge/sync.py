@@ -45,9 +45,15 @@ def _blocking(
         if not (positions or names):
             return self._run(method(self._async, *args, **kwargs))
         # Iterable arguments: a one-shot iterator is consumed here (see _here).
-        here = [_here(a) if i in positions else a for i, a in enumerate(args)]
-        named = {k: _here(v) if k in names else v for k, v in kwargs.items()}
-        return self._run(loose(self._async, *here, **named))
+        given = list(args)
+        for i in positions:
+            if i < len(given):
+                given[i] = _here(given[i])
+        named: dict[str, Any] = kwargs
+        for name in names:
+            if name in named:
+                named[name] = _here(named[name])
+        return self._run(loose(self._async, *given, **named))
 
     return call
 
@@ -58,13 +64,13 @@ def _iterating(
     """The twin of an async generator method: a plain iterator that fetches a page of
     items per round trip to the loop; ``page`` names the page size parameter."""
     signature = inspect.signature(method)
+    page_size = signature.parameters[page]
+    assert page_size.kind is page_size.KEYWORD_ONLY, "the page size is read from kwargs"
 
     @_named_after(method, returns=_sync_iterator(signature.return_annotation))
     def call(self: ContextForgeSync, /, *args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
         items = method(self._async, *args, **kwargs)  # raises TypeError for a wrong argument
-        bound = signature.bind(self._async, *args, **kwargs)
-        bound.apply_defaults()
-        size = bound.arguments[page]
+        size = kwargs.get(page, page_size.default)
         # A bad page size is the async layer's to reject, on the first pull.
         return self._pages(items, size if isinstance(size, int) and size > 0 else 1)
 
