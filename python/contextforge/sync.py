@@ -172,7 +172,7 @@ class ContextForgeSync:
         self._lock = threading.Lock()
         _open_stores.add(self)
 
-    # Each public method is generated from its ContextForge namesake (see _blocking):
+    # Each public method is made from its ContextForge namesake (see "The twins" above):
     # the same signature and docstring, so the twin cannot drift.
     open = classmethod(_opening(ContextForge.open))
     save = _blocking(ContextForge.save)
