@@ -6,6 +6,8 @@ import asyncio
 import gc
 import inspect
 import itertools
+import os
+import re
 import subprocess
 import sys
 import threading
@@ -27,6 +29,8 @@ from contextforge import (
     NotFound,
 )
 from contextforge.sync import ContextForgeSync
+
+from .conftest import REPO
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 
@@ -75,7 +79,88 @@ def test_no_method_is_a_coroutine_or_async_generator() -> None:
         if callable(func):
             assert not inspect.iscoroutinefunction(func), name
             assert not inspect.isasyncgenfunction(func), name
-    assert inspect.isgeneratorfunction(ContextForgeSync.list)
+    with ContextForgeSync.open() as cf:
+        entries = cf.list()
+        assert inspect.isgenerator(entries)  # a plain iterator
+        assert list(entries) == []
+
+
+def test_twins_are_named_and_typed_after_the_async_methods() -> None:
+    """Help, tracebacks and ``inspect`` show each twin as a member of ContextForgeSync, with
+    the async method's signature and docstring; the return type is what the call returns."""
+    returns = {"list": "Iterator[_core.Hit]", "open": "ContextForgeSync"}
+    for name, member in public_members(ContextForge).items():
+        if isinstance(member, property):
+            continue
+        twin = getattr(ContextForgeSync, name)
+        assert (twin.__name__, twin.__qualname__) == (name, f"ContextForgeSync.{name}")
+        assert twin.__module__ == "contextforge.sync"
+        assert twin.__doc__ == getattr(ContextForge, name).__doc__
+        theirs = inspect.signature(getattr(ContextForge, name))
+        if name in returns:
+            theirs = theirs.replace(return_annotation=returns[name])
+        assert inspect.signature(twin) == theirs, name
+    # The async methods themselves are left as they were.
+    assert inspect.signature(ContextForge.list).return_annotation == "AsyncIterator[_core.Hit]"
+    assert ContextForge.save.__qualname__ == "ContextForge.save"
+
+
+def test_mypy_sees_the_exact_signatures(tmp_path: Path) -> None:
+    """Through the ParamSpec wrappers, mypy sees each twin with the async method's
+    parameters and the awaited result, and rejects a wrong argument."""
+    names = [n for n, m in public_members(ContextForge).items() if not isinstance(m, property)]
+    code = [
+        "from contextforge import ContextForge, ContextForgeSync",
+        "async def check(acf: ContextForge, scf: ContextForgeSync) -> None:",
+    ]
+    revealed: dict[int, tuple[str, str]] = {}
+    for name in names:
+        for side in ("acf", "scf"):
+            code.append(f"    reveal_type({side}.{name})")
+            revealed[len(code)] = (side, name)
+    wrong = [
+        "    scf.save(3)",
+        '    scf.query("q", budget="all")',
+        "    scf.update(1, colour='red')",
+        "    scf.list(scope=['a', 'b'])",
+        "    scf.get_many(1)",
+        "    ContextForgeSync.open(reembed=1.5)",
+        "    scf.clear_all()",
+    ]
+    code += wrong
+    wrong_lines = set(range(len(code) - len(wrong) + 1, len(code) + 1))
+    (tmp_path / "snippet.py").write_text("\n".join(code) + "\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-error-codes"]
+        + ["--cache-dir", str(REPO / ".mypy_cache"), "snippet.py"],
+        cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": str(REPO / "python")},  # this checkout's package
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    types: dict[tuple[str, str], str] = {}
+    errors = set()
+    for line in result.stdout.splitlines():
+        found = re.match(r'snippet\.py:(\d+): (note|error): (?:Revealed type is "(.*)")?', line)
+        assert found, result.stdout + result.stderr
+        number = int(found[1])
+        if found[2] == "error":
+            errors.add(number)
+        elif found[3] is not None:
+            types[revealed[number]] = found[3]
+    assert errors == wrong_lines, result.stdout
+    for name in names:
+        expected = types["acf", name]
+        expected = re.sub(r"-> typing\.Coroutine\[Any, Any, (.*)\]$", r"-> \1", expected)
+        expected = re.sub(r"-> typing\.AsyncIterator\[(.*)\]$", r"-> typing.Iterator[\1]", expected)
+        expected = expected.replace(
+            "-> contextforge.opening.Opening[contextforge.memory.ContextForge]",
+            "-> contextforge.sync.ContextForgeSync",
+        ).removesuffix(" -> None")  # mypy leaves out "-> None"
+        assert expected != types["acf", name], name  # the result type was rewritten
+        assert types["scf", name] == expected, name
 
 
 # The API round trip ----------------------------------------------------------------
@@ -178,6 +263,16 @@ def test_list_is_a_lazy_iterator_fetching_pages(sync_cf: ContextForgeSync) -> No
     next(abandoned)  # dropped half-way: nothing leaks, nothing warns
     del abandoned
     assert [h.id for h in sync_cf.list(scope="nowhere")] == []
+
+
+def test_a_wrong_argument_is_a_type_error_at_the_call(sync_cf: ContextForgeSync) -> None:
+    with pytest.raises(TypeError, match="colour"):
+        sync_cf.list(colour="red")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="colour"):
+        sync_cf.save("x", colour="red")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="colour"):
+        ContextForgeSync.open(colour="red")  # type: ignore[call-arg]
+    assert sync_cf.count() == 0
 
 
 def test_list_arguments_are_checked_on_first_pull(sync_cf: ContextForgeSync) -> None:

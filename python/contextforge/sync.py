@@ -6,31 +6,141 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import functools
+import inspect
+import re
 import sys
 import threading
 import weakref
-from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping, Sequence
-from datetime import timedelta
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from . import _core
-from ._convert import ContextOrder, InjectionPolicy, Timestamp
-from .saved import Saved
-from .scope import ALL_SCOPES, Scope, ScopeFilter
-from .config import Config, PathLike
+from .config import Config
 from .errors import ClosedError
-from ._vectors import Vector
-from .hits import Hits
-
-if TYPE_CHECKING:
-    from .distill import Distiller, Transcript
-    from .distill.run import DistillResult
-from .memory import _PAGE, _UNSET, ContextForge
+from .memory import ContextForge
 
 __all__ = ["ContextForgeSync"]
 
+P = ParamSpec("P")
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# The twins ------------------------------------------------------------------------------
+# Each public ContextForge method's twin is made from it by one of these. ``functools.wraps``
+# carries its name, docstring and signature (``inspect.signature`` follows ``__wrapped__``),
+# and the ParamSpec ``P`` lets mypy see its exact parameters.
+
+
+def _blocking(
+    method: Callable[Concatenate[ContextForge, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[ContextForgeSync, P], T]:
+    """The twin of a coroutine method: runs it on the instance's loop, returns its result."""
+    loose: Callable[..., Coroutine[Any, Any, T]] = method
+    positions, names = _iterable_parameters(method)
+
+    @_named_after(method)
+    def call(self: ContextForgeSync, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        if not (positions or names):
+            return self._run(method(self._async, *args, **kwargs))
+        # Iterable arguments: a one-shot iterator is consumed here (see _here).
+        given = list(args)
+        for i in positions:
+            if i < len(given):
+                given[i] = _here(given[i])
+        named: dict[str, Any] = kwargs
+        for name in names:
+            if name in named:
+                named[name] = _here(named[name])
+        return self._run(loose(self._async, *given, **named))
+
+    return call
+
+
+def _iterating(
+    method: Callable[Concatenate[ContextForge, P], AsyncIterator[T]], *, page: str
+) -> Callable[Concatenate[ContextForgeSync, P], Iterator[T]]:
+    """The twin of an async generator method: a plain iterator that fetches a page of
+    items per round trip to the loop; ``page`` names the page size parameter."""
+    signature = inspect.signature(method)
+    page_size = signature.parameters[page]
+    assert page_size.kind is page_size.KEYWORD_ONLY, "the page size is read from kwargs"
+
+    @_named_after(method, returns=_sync_iterator(signature.return_annotation))
+    def call(self: ContextForgeSync, /, *args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
+        items = method(self._async, *args, **kwargs)  # raises TypeError for a wrong argument
+        size = kwargs.get(page, page_size.default)
+        # A bad page size is the async layer's to reject, on the first pull.
+        return self._pages(items, size if isinstance(size, int) and size > 0 else 1)
+
+    return call
+
+
+def _opening(
+    method: Callable[P, Awaitable[ContextForge]],
+) -> Callable[Concatenate[type[ContextForgeSync], P], ContextForgeSync]:
+    """The twin of the ``open`` classmethod (to wrap in ``classmethod``): starts the
+    instance's loop thread and opens the store on it."""
+
+    @_named_after(method, returns="ContextForgeSync")
+    def call(cls: type[ContextForgeSync], /, *args: P.args, **kwargs: P.kwargs) -> ContextForgeSync:
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(
+            target=_serve, args=(loop,), name="contextforge-sync", daemon=True
+        )
+        thread.start()
+        try:
+            opening = _awaited(method(*args, **kwargs))
+            store = _wait(asyncio.run_coroutine_threadsafe(opening, loop))
+        except BaseException:
+            _stop(loop, thread)
+            raise
+        return cls(store, loop, thread)
+
+    return call
+
+
+def _named_after(source: Callable[..., Any], returns: str | None = None) -> Callable[[F], F]:
+    """Gives a twin ``source``'s name, docstring and signature (with ``returns`` as its
+    return annotation, when given), as a member of ``ContextForgeSync``."""
+
+    origin = getattr(source, "__func__", source)  # a classmethod's function, with ``cls``
+
+    def name(twin: F) -> F:
+        functools.update_wrapper(twin, origin)
+        twin.__module__ = __name__
+        twin.__qualname__ = f"ContextForgeSync.{origin.__name__}"
+        if returns is not None:
+            twin.__annotations__ = {**origin.__annotations__, "return": returns}
+            signature = inspect.signature(origin).replace(return_annotation=returns)
+            twin.__signature__ = signature  # type: ignore[attr-defined]
+        return twin
+
+    return name
+
+
+def _sync_iterator(annotation: object) -> str:
+    """``"Iterator[X]"`` for an ``AsyncIterator[X]`` or ``AsyncGenerator[X, None]``."""
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    found = re.fullmatch(r"(?:[\w.]+\.)?Async(?:Iterator|Generator)\[(.*?)(?:, None)?\]", text)
+    return f"Iterator[{found.group(1)}]" if found else "Iterator[Any]"
+
+
+def _iterable_parameters(method: Callable[..., Any]) -> tuple[set[int], set[str]]:
+    """The positions (after ``self``) and names of the parameters typed ``Iterable[...]``."""
+    positions: set[int] = set()
+    names: set[str] = set()
+    kind = inspect.Parameter
+    for i, param in enumerate(list(inspect.signature(method).parameters.values())[1:]):
+        text = param.annotation if isinstance(param.annotation, str) else repr(param.annotation)
+        if not re.match(r"(?:[\w.]+\.)?Iterable\[", text):
+            continue
+        if param.kind in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD):
+            positions.add(i)
+        if param.kind in (kind.POSITIONAL_OR_KEYWORD, kind.KEYWORD_ONLY):
+            names.add(param.name)
+    return positions, names
 
 
 class ContextForgeSync:
@@ -62,26 +172,27 @@ class ContextForgeSync:
         self._lock = threading.Lock()
         _open_stores.add(self)
 
-    @classmethod
-    def open(
-        cls,
-        target: Config | PathLike = ":memory:",
-        *,
-        reembed: bool = False,
-        on_progress: Callable[[int, int], None] | None = None,
-    ) -> ContextForgeSync:
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(
-            target=_serve, args=(loop,), name="contextforge-sync", daemon=True
-        )
-        thread.start()
-        try:
-            opening = ContextForge._open(target, reembed, on_progress)
-            store = _wait(asyncio.run_coroutine_threadsafe(opening, loop))
-        except BaseException:
-            _stop(loop, thread)
-            raise
-        return cls(store, loop, thread)
+    # Each public method is made from its ContextForge namesake (see "The twins" above):
+    # the same signature and docstring, so the twin cannot drift.
+    open = classmethod(_opening(ContextForge.open))
+    save = _blocking(ContextForge.save)
+    save_many = _blocking(ContextForge.save_many)
+    query = _blocking(ContextForge.query)
+    context = _blocking(ContextForge.context)
+    distill_and_save = _blocking(ContextForge.distill_and_save)
+    get = _blocking(ContextForge.get)
+    get_many = _blocking(ContextForge.get_many)
+    update = _blocking(ContextForge.update)
+    reembed = _blocking(ContextForge.reembed)
+    delete = _blocking(ContextForge.delete)
+    delete_many = _blocking(ContextForge.delete_many)
+    purge_expired = _blocking(ContextForge.purge_expired)
+    clear_scope = _blocking(ContextForge.clear_scope)
+    clear_all = _blocking(ContextForge.clear_all)
+    scopes = _blocking(ContextForge.scopes)
+    list = _iterating(ContextForge.list, page="page_size")
+    count = _blocking(ContextForge.count)
+    flush = _blocking(ContextForge.flush)
 
     @property
     def config(self) -> Config:
@@ -102,215 +213,7 @@ class ContextForgeSync:
     ) -> None:
         self.close()
 
-    def save(
-        self,
-        content: str,
-        kind: str = "note",
-        *,
-        scope: str | None = None,
-        session_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        timestamp: Timestamp | None = None,
-        dedupe: bool = True,
-        ttl: float | timedelta | None = None,
-        expires_at: Timestamp | None = None,
-        embedding: Vector | None = None,
-        scrub: bool = True,
-    ) -> Saved:
-        return self._run(
-            self._async.save(
-                content,
-                kind,
-                scope=scope,
-                session_id=session_id,
-                metadata=metadata,
-                timestamp=timestamp,
-                dedupe=dedupe,
-                ttl=ttl,
-                expires_at=expires_at,
-                embedding=embedding,
-                scrub=scrub,
-            )
-        )
-
-    def save_many(self, items: Iterable[Mapping[str, Any]]) -> list[Saved]:
-        return self._run(self._async.save_many(_here(items)))
-
-    def query(
-        self,
-        q: str,
-        scope: Scope = None,
-        budget: int = 2048,
-        *,
-        limit: int | None = None,
-        now: Timestamp | None = None,
-        depth: int | None = None,
-        kinds: Sequence[str] | None = None,
-        session_id: str | None = None,
-        since: Timestamp | None = None,
-        until: Timestamp | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        on_injection: InjectionPolicy = "flag",
-        explain: bool = False,
-        embedding: Vector | None = None,
-    ) -> Hits:
-        return self._run(
-            self._async.query(
-                q,
-                scope,
-                budget,
-                limit=limit,
-                now=now,
-                depth=depth,
-                kinds=kinds,
-                session_id=session_id,
-                since=since,
-                until=until,
-                metadata=metadata,
-                on_injection=on_injection,
-                explain=explain,
-                embedding=embedding,
-            )
-        )
-
-    def context(
-        self,
-        q: str,
-        scope: Scope = None,
-        budget: int = 2048,
-        *,
-        order: ContextOrder = "score",
-        limit: int | None = None,
-        now: Timestamp | None = None,
-        depth: int | None = None,
-        kinds: Sequence[str] | None = None,
-        session_id: str | None = None,
-        since: Timestamp | None = None,
-        until: Timestamp | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        on_injection: InjectionPolicy = "flag",
-        embedding: Vector | None = None,
-    ) -> _core.Context:
-        return self._run(
-            self._async.context(
-                q,
-                scope,
-                budget,
-                order=order,
-                limit=limit,
-                now=now,
-                depth=depth,
-                kinds=kinds,
-                session_id=session_id,
-                since=since,
-                until=until,
-                metadata=metadata,
-                on_injection=on_injection,
-                embedding=embedding,
-            )
-        )
-
-    def distill_and_save(
-        self,
-        transcript: Transcript,
-        *,
-        scope: str,
-        session_id: str | None = None,
-        distiller: Distiller | None = None,
-        max_chunk_tokens: int | None = None,
-        summary: Literal["structural", "model"] = "structural",
-    ) -> DistillResult:
-        return self._run(
-            self._async.distill_and_save(
-                transcript,
-                scope=scope,
-                session_id=session_id,
-                distiller=distiller,
-                max_chunk_tokens=max_chunk_tokens,
-                summary=summary,
-            )
-        )
-
-    def get(self, id: int) -> _core.Hit | None:
-        return self._run(self._async.get(id))
-
-    def get_many(self, ids: Iterable[int]) -> list[_core.Hit | None]:
-        return self._run(self._async.get_many(_here(ids)))
-
-    def update(
-        self,
-        id: int,
-        *,
-        content: str | None = None,
-        kind: str | None = None,
-        metadata: Mapping[str, Any] | None = _UNSET,
-        scope: str | None = _UNSET,
-        embedding: Vector | None = None,
-        ttl: float | timedelta | None = _UNSET,
-        expires_at: Timestamp | None = _UNSET,
-        scrub: bool = True,
-    ) -> _core.Hit:
-        # A left-out argument stays the async layer's "unset" sentinel.
-        return self._run(
-            self._async.update(
-                id, content=content, kind=kind, metadata=metadata, scope=scope,
-                embedding=embedding, ttl=ttl, expires_at=expires_at, scrub=scrub,
-            )
-        )
-
-    def reembed(self, *, on_progress: Callable[[int, int], None] | None = None) -> int:
-        return self._run(self._async.reembed(on_progress=on_progress))
-
-    def delete(self, id: int) -> bool:
-        return self._run(self._async.delete(id))
-
-    def delete_many(self, ids: Iterable[int]) -> list[bool]:
-        return self._run(self._async.delete_many(_here(ids)))
-
-    def purge_expired(self, *, now: Timestamp | None = None) -> int:
-        return self._run(self._async.purge_expired(now=now))
-
-    def clear_scope(self, scope: str) -> int:
-        return self._run(self._async.clear_scope(scope))
-
-    def clear_all(self, *, confirm: bool) -> int:
-        return self._run(self._async.clear_all(confirm=confirm))
-
-    def scopes(self) -> dict[str | None, int]:
-        return self._run(self._async.scopes())
-
-    def list(
-        self,
-        *,
-        scope: ScopeFilter = ALL_SCOPES,
-        kind: str | None = None,
-        session_id: str | None = None,
-        since: Timestamp | None = None,
-        until: Timestamp | None = None,
-        page_size: int = _PAGE,
-    ) -> Iterator[_core.Hit]:
-        entries = self._async.list(
-            scope=scope,
-            kind=kind,
-            session_id=session_id,
-            since=since,
-            until=until,
-            page_size=page_size,
-        )
-        # One round trip per page; a bad page_size is rejected by the first pull.
-        chunk = page_size if isinstance(page_size, int) and page_size > 0 else 1
-        while True:
-            batch = self._run(_take(entries, chunk))
-            yield from batch
-            if len(batch) < chunk:
-                return
-
-    def count(self, scope: ScopeFilter = ALL_SCOPES) -> int:
-        return self._run(self._async.count(scope))
-
-    def flush(self) -> None:
-        self._run(self._async.flush())
-
+    @_named_after(ContextForge.close)
     def close(self) -> None:
         with self._lock:  # calls from other threads wait, then find the store closed
             loop = self._loop
@@ -349,6 +252,17 @@ class ContextForgeSync:
         if future is None:
             return _run_closed(coro)
         return _wait(future)
+
+    def _pages(self, items: AsyncIterator[T], size: int) -> Iterator[T]:
+        """Pulls ``items`` from the loop ``size`` at a time (one round trip per page)."""
+        while True:
+            batch = self._run(_take(items, size))
+            yield from batch
+            if len(batch) < size:
+                return
+
+
+# The loop thread -----------------------------------------------------------------------
 
 
 def _serve(loop: asyncio.AbstractEventLoop) -> None:
@@ -395,17 +309,22 @@ def _run_closed(coro: Coroutine[Any, Any, T]) -> T:
     raise ClosedError("this ContextForge instance is closed")
 
 
-async def _take(entries: AsyncIterator[_core.Hit], n: int) -> list[_core.Hit]:
-    """The next ``n`` entries (fewer only at the end), leaving ``entries`` open."""
-    batch: list[_core.Hit] = []
-    async for entry in entries:
-        batch.append(entry)
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    """A coroutine for ``run_coroutine_threadsafe``, of an awaitable that is none."""
+    return await awaitable
+
+
+async def _take(items: AsyncIterator[T], n: int) -> list[T]:
+    """The next ``n`` items (fewer only at the end), leaving ``items`` open."""
+    batch: list[T] = []
+    async for item in items:
+        batch.append(item)
         if len(batch) == n:
             break
     return batch
 
 
-def _here(values: Iterable[T]) -> Iterable[T]:
+def _here(values: object) -> object:
     """Consumes a one-shot iterator (a generator, a DB cursor) in the caller's
     thread, where it may rely on thread-bound resources; collections pass as given."""
     return list(values) if isinstance(values, Iterator) else values
@@ -416,20 +335,8 @@ _open_stores: weakref.WeakSet[ContextForgeSync] = weakref.WeakSet()
 
 @atexit.register
 def _close_at_exit() -> None:
-    # Registered after ``_core``'s hook (imported above), so it runs first, while
+    # Registered after ``_core``'s hook (imported by .memory), so it runs first, while
     # the engine still delivers results.
     for store in list(_open_stores):
         with contextlib.suppress(Exception):  # entries are durable already
             store.close()
-
-
-# Every public member carries its ContextForge namesake's docstring, so they cannot drift.
-for _name, _member in vars(ContextForgeSync).items():
-    _source = vars(ContextForge).get(_name)
-    if _name.startswith("_") or _source is None:
-        continue
-    if isinstance(_member, classmethod):
-        _member.__func__.__doc__ = _source.__func__.__doc__
-    else:  # a function or a property
-        _member.__doc__ = _source.__doc__
-del _name, _member, _source
