@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -140,8 +140,12 @@ HOSTILE = [
 
 @pytest.mark.parametrize("text", HOSTILE, ids=lambda t: repr(t[:20]))
 async def test_query_text_is_data_not_syntax(mem: ContextForge, text: str) -> None:
-    target = await mem.save("the deploy failed: field x AND y OR not", scope="s")
-    await mem.save("unrelated gardening notes", scope="s")
+    # Entries are searchable by their date's words too: a fixed date whose words
+    # (15 March 2024) are none of the queries', so that "deploy~2" saved on the
+    # 2nd of a month does not find the gardening notes by their day.
+    when = datetime(2024, 3, 15, 9, tzinfo=timezone.utc)
+    target = await mem.save("the deploy failed: field x AND y OR not", scope="s", timestamp=when)
+    await mem.save("unrelated gardening notes", scope="s", timestamp=when)
     hits = await mem.query(text, "s", 2048)
     assert all(h.id == target for h in hits)
 
