@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from contextforge import (
     ALL_SCOPES,
     ClosedError,
@@ -180,8 +179,14 @@ def test_round_trip_on_a_file(sync_cf: ContextForgeSync, db_path: str) -> None:
         metadata={"n": 1},
         timestamp=NOW,
     )
-    again = cf.save("the deploy failed:  missing env var", kind="incident", scope="project:demo",
-                    session_id="run-7", metadata={"n": 1}, timestamp=NOW)
+    again = cf.save(
+        "the deploy failed:  missing env var",
+        kind="incident",
+        scope="project:demo",
+        session_id="run-7",
+        metadata={"n": 1},
+        timestamp=NOW,
+    )
     assert again == a and not again.created  # dedupe
     b, c = cf.save_many(
         [
