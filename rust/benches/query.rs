@@ -14,8 +14,7 @@ use _core::{Config, Memory, NewEntry, Query};
 /// A deterministic chat-like store: Zipf-ish words, 1,000 scopes.
 fn store(n: usize) -> (Memory, Vec<(String, String)>, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let engine = Memory::open(Config::new(dir.path().join("bench.db").to_string_lossy()))
-        .expect("open");
+    let engine = Memory::open(Config::new(dir.path().join("bench.db").to_string_lossy())).expect("open");
     let mut seed: u64 = 42;
     let mut next = move || {
         seed ^= seed << 13;

@@ -1,8 +1,8 @@
 //! Engine configuration: plain Rust, validated once when a store opens.
 
-use std::path::PathBuf;
 #[cfg(test)]
 use std::path::Path;
+use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 
@@ -130,9 +130,7 @@ impl Fusion {
         match name {
             "rrf" => Ok(Self::Rrf),
             "weighted" => Ok(Self::Weighted),
-            other => Err(Error::invalid(format!(
-                "fusion must be \"rrf\" or \"weighted\", not {other:?}"
-            ))),
+            other => Err(Error::invalid(format!("fusion must be \"rrf\" or \"weighted\", not {other:?}"))),
         }
     }
 
@@ -248,7 +246,11 @@ impl Scrub {
         .filter(|(on, _)| *on)
         .map(|(_, name)| *name)
         .collect();
-        if parts.is_empty() { "off".to_owned() } else { parts.join("+") }
+        if parts.is_empty() {
+            "off".to_owned()
+        } else {
+            parts.join("+")
+        }
     }
 }
 
@@ -296,9 +298,7 @@ impl Config {
             return Err(Error::invalid("path must not be empty (use \":memory:\" for RAM)"));
         }
         if self.is_remote() && !cfg!(feature = "remote") {
-            return Err(Error::invalid(
-                "this build has no libSQL server support (cargo feature \"remote\")",
-            ));
+            return Err(Error::invalid("this build has no libSQL server support (cargo feature \"remote\")"));
         }
         if self.is_remote() && self.path.split_once("://").is_none_or(|(_, host)| host.is_empty()) {
             return Err(Error::invalid(format!("{:?} names no server", self.path)));
@@ -340,7 +340,9 @@ impl Config {
         }
         let dup = self.mmr.duplicate_similarity;
         if !(dup.is_finite() && dup > 0.0) {
-            return Err(Error::invalid("duplicate_similarity must be a number > 0 (above 1 keeps near duplicates)"));
+            return Err(Error::invalid(
+                "duplicate_similarity must be a number > 0 (above 1 keeps near duplicates)",
+            ));
         }
         if self.mmr.window > 10_000 {
             return Err(Error::invalid("mmr_window must be at most 10000"));

@@ -64,24 +64,14 @@ impl Error {
 impl Error {
     /// Contention or a lost connection: the same call may succeed later.
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            Error::Storage {
-                retryable: true,
-                ..
-            }
-        )
+        matches!(self, Error::Storage { retryable: true, .. })
     }
 }
 
 impl From<libsql::Error> for Error {
     fn from(err: libsql::Error) -> Self {
         let retryable = is_retryable(&err);
-        Error::Storage {
-            message: err.to_string(),
-            retryable,
-            source: Some(Box::new(err)),
-        }
+        Error::Storage { message: err.to_string(), retryable, source: Some(Box::new(err)) }
     }
 }
 
@@ -105,12 +95,8 @@ fn hrana_retryable(message: &str) -> bool {
         return true;
     }
     if let Some(rest) = message.strip_prefix("api error: `status=") {
-        let status: u16 = rest
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect::<String>()
-            .parse()
-            .unwrap_or(0);
+        let status: u16 =
+            rest.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap_or(0);
         // A restarted server no longer knows the stream's baton: the stream is lost.
         let lost_stream = message.contains("baton") || message.contains("expired");
         // A starting sqld answers 404 "Namespace `default` doesn't exist" until its
@@ -149,21 +135,13 @@ mod tests {
 
     #[test]
     fn hrana_messages() {
-        assert!(hrana_retryable(
-            "http error: `hyper::Error(Connect, ConnectError(\"tcp connect error\"))`"
-        ));
-        assert!(hrana_retryable(
-            "api error: `status=503 Service Unavailable, body=`"
-        ));
-        assert!(!hrana_retryable(
-            "api error: `status=401 Unauthorized, body=`"
-        ));
+        assert!(hrana_retryable("http error: `hyper::Error(Connect, ConnectError(\"tcp connect error\"))`"));
+        assert!(hrana_retryable("api error: `status=503 Service Unavailable, body=`"));
+        assert!(!hrana_retryable("api error: `status=401 Unauthorized, body=`"));
         assert!(hrana_retryable(
             "api error: `status=404 Not Found, body={\"error\":\"Namespace `default` doesn't exist\"}`"
         ));
-        assert!(hrana_retryable(
-            "api error: `status=400 Bad Request, body=Received an invalid baton`"
-        ));
+        assert!(hrana_retryable("api error: `status=400 Bad Request, body=Received an invalid baton`"));
         assert!(hrana_retryable(
             "stream error: `Error { message: \"database is locked\", code: \"SQLITE_BUSY\" }`"
         ));

@@ -380,7 +380,9 @@ mod tests {
         let headers: Vec<&str> = ctx.text.lines().filter(|l| l.starts_with("[mem:")).collect();
         assert_eq!(headers.len(), 1);
         assert!(headers[0].starts_with("[mem:1 2024-05-01] fine"));
-        assert!(ctx.text.contains("\n  [mem:99 2024-01-01] the admin says hi\n  [mem:98]\n  x\n  [mem:97]\n"));
+        assert!(ctx
+            .text
+            .contains("\n  [mem:99 2024-01-01] the admin says hi\n  [mem:98]\n  x\n  [mem:97]\n"));
         assert!(!ctx.text.contains('\r') && !ctx.text.contains('\u{2028}'));
     }
 
@@ -443,7 +445,10 @@ mod tests {
             unknown_citations("[MEM:9] then [mem: 9], [mem:09] and [mem:7]", &context),
             vec!["mem:9".to_owned(), "mem:7".to_owned()]
         );
-        assert_eq!(unknown_citations("[mem:99999999999999999999]", &context), vec!["mem:99999999999999999999"]);
+        assert_eq!(
+            unknown_citations("[mem:99999999999999999999]", &context),
+            vec!["mem:99999999999999999999"]
+        );
         assert!(unknown_citations("memory: 12 items", &context).is_empty());
         // The block's own header form cites its entry.
         assert!(unknown_citations("as [mem:1 2024-05-01] says", &context).is_empty());

@@ -33,12 +33,7 @@ mod distill {
     /// The line a message renders to when its speaker label is short and clean.
     fn line(m: &Message) -> String {
         let body = m.text.trim();
-        match m
-            .speaker
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
+        match m.speaker.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
             Some(s) if body.is_empty() => format!("{s}:"),
             Some(s) => format!("{s}: {body}"),
             None => body.to_string(),
@@ -57,8 +52,7 @@ mod distill {
                     for (k, &m) in ch.messages.iter().enumerate() {
                         assert_eq!(m, next + k, "order broken in chunk {i}");
                     }
-                    let want: Vec<String> =
-                        ch.messages.iter().map(|&m| line(&messages[m])).collect();
+                    let want: Vec<String> = ch.messages.iter().map(|&m| line(&messages[m])).collect();
                     assert_eq!(ch.text, want.join("\n"), "chunk {i} text");
                     next += ch.messages.len();
                     i += 1;
@@ -93,11 +87,7 @@ mod distill {
                         assert!(!body.trim().is_empty(), "empty part");
                         content.push_str(body);
                     }
-                    assert_eq!(
-                        strip_ws(&content),
-                        strip_ws(&m.text),
-                        "message {next} content"
-                    );
+                    assert_eq!(strip_ws(&content), strip_ws(&m.text), "message {next} content");
                     next += 1;
                     i += n;
                 }
@@ -198,12 +188,7 @@ mod distill {
     fn empty_transcripts_and_messages() {
         let c = counter();
         assert!(chunk(&[], 64, &c).unwrap().is_empty());
-        let messages = vec![
-            msg(Some("A"), ""),
-            msg(None, ""),
-            msg(Some("B"), " \n\t "),
-            msg(None, "x"),
-        ];
+        let messages = vec![msg(Some("A"), ""), msg(None, ""), msg(Some("B"), " \n\t "), msg(None, "x")];
         let chunks = chunk(&messages, 64, &c).unwrap();
         check(&messages, 64, &c, &chunks);
         assert_eq!(chunks.len(), 1);
@@ -235,29 +220,15 @@ mod distill {
     #[test]
     fn a_long_message_is_cut_between_sentences() {
         let c = counter();
-        let text: String = (0..60)
-            .map(|i| format!("Sentence number {i} is here. "))
-            .collect();
-        let messages = vec![
-            msg(Some("Ann"), "before"),
-            msg(Some("Bob"), &text),
-            msg(None, "after"),
-        ];
+        let text: String = (0..60).map(|i| format!("Sentence number {i} is here. ")).collect();
+        let messages = vec![msg(Some("Ann"), "before"), msg(Some("Bob"), &text), msg(None, "after")];
         let chunks = chunk(&messages, 40, &c).unwrap();
         check(&messages, 40, &c, &chunks);
         let parts: Vec<&Chunk> = chunks.iter().filter(|ch| ch.part.is_some()).collect();
         assert!(parts.len() >= 5);
         for part in parts {
-            assert!(
-                part.text.starts_with("Bob: Sentence number "),
-                "{}",
-                part.text
-            );
-            assert!(
-                part.text.ends_with("is here."),
-                "cut inside a sentence: {}",
-                part.text
-            );
+            assert!(part.text.starts_with("Bob: Sentence number "), "{}", part.text);
+            assert!(part.text.ends_with("is here."), "cut inside a sentence: {}", part.text);
         }
         assert_eq!(chunks[0].text, "Ann: before");
         assert_eq!(chunks.last().unwrap().text, "after");
@@ -272,10 +243,7 @@ mod distill {
         check(&messages, 32, &c, &chunks);
         for ch in &chunks {
             let body = ch.text.strip_prefix("Ann: ").unwrap();
-            assert!(
-                body.split(' ').all(|w| w == "word"),
-                "cut inside a word: {body}"
-            );
+            assert!(body.split(' ').all(|w| w == "word"), "cut inside a word: {body}");
         }
     }
 
@@ -303,10 +271,7 @@ mod distill {
             assert!(ch.text.starts_with("Very Long"), "{}", ch.text);
             assert!(ch.text.contains("…:"), "{}", ch.text);
         }
-        let body: String = chunks
-            .iter()
-            .map(|ch| ch.text.split_once("…:").unwrap().1)
-            .collect();
+        let body: String = chunks.iter().map(|ch| ch.text.split_once("…:").unwrap().1).collect();
         assert_eq!(strip_ws(&body), strip_ws("hello there. general kenobi."));
         // Control characters in a name never break the one-line-per-message shape.
         let chunks = chunk(&[msg(Some("A\nB\r\u{0}"), "x")], 64, &c).unwrap();
@@ -317,40 +282,24 @@ mod distill {
     fn big_transcripts_chunk_and_extract_in_reasonable_time() {
         let c = counter();
         let mut messages: Vec<Message> = (0..20_000)
-            .map(|i| {
-                msg(
-                    Some("Ann"),
-                    &format!("message {i}: we talked about the plan. ok."),
-                )
-            })
+            .map(|i| msg(Some("Ann"), &format!("message {i}: we talked about the plan. ok.")))
             .collect();
         // One word too long to count quickly (tiktoken is quadratic in it), one long
         // enough to be counted, and a 500 kB sentence.
         messages.push(msg(Some("Bob"), &"z".repeat(200_000)));
         messages.push(msg(Some("Bob"), &"y".repeat(30_000)));
-        messages.push(msg(
-            Some("Bob"),
-            &"long sentence without end ".repeat(20_000),
-        ));
+        messages.push(msg(Some("Bob"), &"long sentence without end ".repeat(20_000)));
         let start = Instant::now();
         let chunks = chunk(&messages, 512, &c).unwrap();
         let took = start.elapsed();
-        eprintln!(
-            "chunked {} messages into {} chunks in {took:?}",
-            messages.len(),
-            chunks.len()
-        );
+        eprintln!("chunked {} messages into {} chunks in {took:?}", messages.len(), chunks.len());
         check(&messages, 512, &c, &chunks);
         assert!(took.as_secs() < 30, "took {took:?}");
 
         let start = Instant::now();
         let got = extract(&messages, ExtractOptions::default(), &c);
         let took = start.elapsed();
-        eprintln!(
-            "extracted {} facts from {} messages in {took:?}",
-            got.facts.len(),
-            messages.len()
-        );
+        eprintln!("extracted {} facts from {} messages in {took:?}", got.facts.len(), messages.len());
         // "message N: we talked about the plan." are near-duplicates of each other.
         assert!(!got.facts.is_empty() && got.facts.len() <= 20);
         assert!(took.as_secs() < 30, "took {took:?}");
@@ -363,10 +312,7 @@ mod distill {
     #[test]
     fn scrub_messages_redacts_speakers_and_texts() {
         let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
-        let messages = vec![
-            msg(Some("Ann"), &format!("use {token} for the deploy")),
-            msg(None, "clean"),
-        ];
+        let messages = vec![msg(Some("Ann"), &format!("use {token} for the deploy")), msg(None, "clean")];
         let clean = scrub_messages(&messages, &Scrubber::default());
         assert_eq!(clean[0].text, "use [REDACTED:github_token] for the deploy");
         assert_eq!(clean[0].speaker.as_deref(), Some("Ann"));
@@ -395,58 +341,19 @@ mod distill {
     #[test]
     fn cue_phrases_set_the_kind() {
         let cases = [
-            (
-                "We decided to ship the release on Friday after the review.",
-                FactKind::Decision,
-            ),
-            (
-                "Let's go with Postgres for the billing service.",
-                FactKind::Decision,
-            ),
-            (
-                "Everyone agreed that the API stays on version two.",
-                FactKind::Decision,
-            ),
-            (
-                "Actually, the staging server runs on port 8080, not 80.",
-                FactKind::Correction,
-            ),
-            (
-                "No, it's the blue database cluster that holds invoices.",
-                FactKind::Correction,
-            ),
-            (
-                "Correction: the meeting moved to Thursday at 3pm.",
-                FactKind::Correction,
-            ),
-            (
-                "I prefer short answers with code examples in Rust.",
-                FactKind::Preference,
-            ),
-            (
-                "I hate long meetings that run over lunch time.",
-                FactKind::Preference,
-            ),
-            (
-                "Always run the migrations before deploying the backend.",
-                FactKind::Preference,
-            ),
-            (
-                "The main branch is now protected by required reviews.",
-                FactKind::State,
-            ),
-            (
-                "Sarah moved to Berlin in March to lead the data team.",
-                FactKind::State,
-            ),
-            (
-                "The project deadline for the audit report is 12 June.",
-                FactKind::State,
-            ),
-            (
-                "The backup job restores 40 GB from Glacier in 6 hours.",
-                FactKind::Fact,
-            ),
+            ("We decided to ship the release on Friday after the review.", FactKind::Decision),
+            ("Let's go with Postgres for the billing service.", FactKind::Decision),
+            ("Everyone agreed that the API stays on version two.", FactKind::Decision),
+            ("Actually, the staging server runs on port 8080, not 80.", FactKind::Correction),
+            ("No, it's the blue database cluster that holds invoices.", FactKind::Correction),
+            ("Correction: the meeting moved to Thursday at 3pm.", FactKind::Correction),
+            ("I prefer short answers with code examples in Rust.", FactKind::Preference),
+            ("I hate long meetings that run over lunch time.", FactKind::Preference),
+            ("Always run the migrations before deploying the backend.", FactKind::Preference),
+            ("The main branch is now protected by required reviews.", FactKind::State),
+            ("Sarah moved to Berlin in March to lead the data team.", FactKind::State),
+            ("The project deadline for the audit report is 12 June.", FactKind::State),
+            ("The backup job restores 40 GB from Glacier in 6 hours.", FactKind::Fact),
         ];
         for (text, want) in cases {
             assert_eq!(kind_of(text), Some(want), "{text}");
@@ -470,50 +377,22 @@ mod distill {
     fn salient_sentences_beat_chatter_and_duplicates_collapse() {
         let messages = vec![
             msg(Some("Ann"), "Hi Bob! How was your weekend?"),
-            msg(
-                Some("Bob"),
-                "Great, thanks. I adopted a puppy named Biscuit last Saturday.",
-            ),
+            msg(Some("Bob"), "Great, thanks. I adopted a puppy named Biscuit last Saturday."),
             msg(Some("Ann"), "Oh nice! What breed is Biscuit?"),
-            msg(
-                Some("Bob"),
-                "Biscuit is a golden retriever, eight weeks old.",
-            ),
-            msg(
-                Some("Ann"),
-                "Cute. By the way, we decided to move the launch to 14 May.",
-            ),
+            msg(Some("Bob"), "Biscuit is a golden retriever, eight weeks old."),
+            msg(Some("Ann"), "Cute. By the way, we decided to move the launch to 14 May."),
             msg(Some("Bob"), "Yes, we decided to move the launch to 14 May."),
             msg(Some("Ann"), "Sounds good. Talk soon!"),
         ];
-        let opts = ExtractOptions {
-            max_facts: 3,
-            max_fact_chars: 300,
-            summary_sentences: 2,
-        };
+        let opts = ExtractOptions { max_facts: 3, max_fact_chars: 300, summary_sentences: 2 };
         let got = extract(&messages, opts, &counter());
         let texts: Vec<&str> = got.facts.iter().map(|f| f.text.as_str()).collect();
         assert_eq!(got.facts.len(), 3, "{texts:?}");
-        assert!(
-            texts
-                .iter()
-                .any(|t| t.contains("adopted a puppy named Biscuit")),
-            "{texts:?}"
-        );
-        assert!(
-            texts.iter().any(|t| t.contains("golden retriever")),
-            "{texts:?}"
-        );
-        let launches = texts
-            .iter()
-            .filter(|t| t.contains("launch to 14 May"))
-            .count();
+        assert!(texts.iter().any(|t| t.contains("adopted a puppy named Biscuit")), "{texts:?}");
+        assert!(texts.iter().any(|t| t.contains("golden retriever")), "{texts:?}");
+        let launches = texts.iter().filter(|t| t.contains("launch to 14 May")).count();
         assert_eq!(launches, 1, "near-duplicates collapse: {texts:?}");
-        let decision = got
-            .facts
-            .iter()
-            .find(|f| f.text.contains("launch"))
-            .unwrap();
+        let decision = got.facts.iter().find(|f| f.text.contains("launch")).unwrap();
         assert_eq!(decision.kind, FactKind::Decision);
         // Facts come in transcript order, attributed, and know their message.
         let order: Vec<usize> = got.facts.iter().map(|f| f.message).collect();
@@ -545,29 +424,17 @@ mod distill {
                 )
             })
             .collect();
-        let opts = ExtractOptions {
-            max_facts: 7,
-            max_fact_chars: 60,
-            summary_sentences: 4,
-        };
+        let opts = ExtractOptions { max_facts: 7, max_fact_chars: 60, summary_sentences: 4 };
         let a = extract(&messages, opts, &counter());
         let b = extract(&messages, opts, &counter());
         assert_eq!(a, b);
         assert!(a.facts.len() <= 7);
-        assert!(
-            a.facts.iter().all(|f| f.text.chars().count() <= 60),
-            "{:?}",
-            a.facts
-        );
+        assert!(a.facts.iter().all(|f| f.text.chars().count() <= 60), "{:?}", a.facts);
         assert!(a.facts.iter().any(|f| f.text.ends_with('…')));
         assert!(a.summary.lines().count() <= 4);
         let none = extract(
             &messages,
-            ExtractOptions {
-                max_facts: 0,
-                max_fact_chars: 300,
-                summary_sentences: 0,
-            },
+            ExtractOptions { max_facts: 0, max_fact_chars: 300, summary_sentences: 0 },
             &counter(),
         );
         assert!(none.facts.is_empty() && none.summary.is_empty());
@@ -600,10 +467,7 @@ mod distill {
         // Sessions in order: (dia_ids, messages).
         let mut sessions: Vec<(u32, Vec<String>, Vec<Message>)> = Vec::new();
         for (key, value) in obj {
-            let Some(n) = key
-                .strip_prefix("session_")
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
+            let Some(n) = key.strip_prefix("session_").and_then(|n| n.parse::<u32>().ok()) else {
                 continue;
             };
             let Some(turns) = value.as_array() else {
@@ -628,12 +492,7 @@ mod distill {
             .iter()
             .flat_map(|q| q["evidence"].as_array().cloned().unwrap_or_default())
             .filter_map(|e| e.as_str().map(str::to_string))
-            .flat_map(|e| {
-                e.split([';', ',', ' '])
-                    .map(str::trim)
-                    .map(str::to_string)
-                    .collect::<Vec<_>>()
-            })
+            .flat_map(|e| e.split([';', ',', ' ']).map(str::trim).map(str::to_string).collect::<Vec<_>>())
             .filter(|e| !e.is_empty())
             .collect();
         let c = counter();
@@ -645,11 +504,7 @@ mod distill {
         );
         let mut report = HashMap::new();
         for max_facts in [3usize, 5, 8, 12, 20] {
-            let opts = ExtractOptions {
-                max_facts,
-                max_fact_chars: 300,
-                summary_sentences: 3,
-            };
+            let opts = ExtractOptions { max_facts, max_fact_chars: 300, summary_sentences: 3 };
             let mut mentioned: BTreeSet<String> = BTreeSet::new();
             let mut facts_total = 0;
             for (_, ids, messages) in &sessions {
@@ -686,10 +541,7 @@ mod distill {
         // The scoring must beat picking turns at random: evidence turns are mentioned
         // more often than turns in general.
         for (max_facts, (share, base)) in report {
-            assert!(
-                share > base,
-                "max_facts={max_facts}: {share:.3} <= {base:.3}"
-            );
+            assert!(share > base, "max_facts={max_facts}: {share:.3} <= {base:.3}");
         }
     }
 }

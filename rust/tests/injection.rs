@@ -14,11 +14,7 @@ mod injection {
 
     /// Asserts that every sample is flagged with `risk`, listing all misses at once.
     fn assert_flags(risk: Risk, samples: &[&str]) {
-        let missed: Vec<&str> = samples
-            .iter()
-            .copied()
-            .filter(|s| !detect(s).contains(&risk))
-            .collect();
+        let missed: Vec<&str> = samples.iter().copied().filter(|s| !detect(s).contains(&risk)).collect();
         assert!(missed.is_empty(), "{risk} missed: {missed:#?}");
     }
 
@@ -27,13 +23,7 @@ mod injection {
         let labels: Vec<&str> = Risk::ALL.iter().map(Risk::label).collect();
         assert_eq!(
             labels,
-            [
-                "instruction_override",
-                "role_tag",
-                "tool_call",
-                "exfiltration",
-                "invisible_unicode"
-            ]
+            ["instruction_override", "role_tag", "tool_call", "exfiltration", "invisible_unicode"]
         );
         assert!(Risk::ALL.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(Risk::ToolCall.to_string(), "tool_call");
@@ -291,11 +281,8 @@ mod injection {
             "arrow = \"<|-|>\"",
             "My system: wake up early, then coffee.",
         ];
-        let flagged: Vec<(&str, Vec<Risk>)> = clean
-            .iter()
-            .map(|t| (*t, detect(t)))
-            .filter(|(_, r)| !r.is_empty())
-            .collect();
+        let flagged: Vec<(&str, Vec<Risk>)> =
+            clean.iter().map(|t| (*t, detect(t))).filter(|(_, r)| !r.is_empty()).collect();
         assert!(flagged.is_empty(), "false positives: {flagged:#?}");
     }
 
@@ -318,7 +305,6 @@ mod injection {
     // Real conversation
     // ---------------------------------------------------------------------------
 
-
     #[test]
     fn false_positive_rate_on_locomo() {
         let turns = crate::common::locomo_turns();
@@ -326,21 +312,13 @@ mod injection {
             eprintln!("skipped: no LoCoMo data");
             return;
         }
-        let flagged: Vec<(&String, Vec<Risk>)> = turns
-            .iter()
-            .map(|t| (t, detect(t)))
-            .filter(|(_, r)| !r.is_empty())
-            .collect();
+        let flagged: Vec<(&String, Vec<Risk>)> =
+            turns.iter().map(|t| (t, detect(t))).filter(|(_, r)| !r.is_empty()).collect();
         for (text, risks) in &flagged {
             eprintln!("flagged {risks:?}: {text}");
         }
         let rate = flagged.len() as f64 / turns.len() as f64;
-        eprintln!(
-            "LoCoMo: {} of {} turns flagged ({:.3}%)",
-            flagged.len(),
-            turns.len(),
-            rate * 100.0
-        );
+        eprintln!("LoCoMo: {} of {} turns flagged ({:.3}%)", flagged.len(), turns.len(), rate * 100.0);
         assert!(rate <= 0.005, "false-positive rate {rate:.4} over 0.5%");
     }
 

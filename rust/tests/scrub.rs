@@ -24,8 +24,7 @@ mod scrub {
     const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     const B64URL: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    const PASSWORD_CHARS: &[u8] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#%^*+~";
+    const PASSWORD_CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#%^*+~";
 
     /// splitmix64: reproducible tokens without a dependency.
     struct Rng(u64);
@@ -52,9 +51,7 @@ mod scrub {
         }
 
         fn token(&mut self, alphabet: &[u8], len: usize) -> String {
-            (0..len)
-                .map(|_| char::from(alphabet[self.below(alphabet.len())]))
-                .collect()
+            (0..len).map(|_| char::from(alphabet[self.below(alphabet.len())])).collect()
         }
 
         /// A token with at least one character of each class (digit, lower, upper) that
@@ -62,11 +59,8 @@ mod scrub {
         /// short token would lack.
         fn mixed(&mut self, alphabet: &[u8], len: usize) -> String {
             let mut t: Vec<u8> = self.token(alphabet, len).into_bytes();
-            let classes: [fn(&u8) -> bool; 3] = [
-                u8::is_ascii_digit,
-                u8::is_ascii_lowercase,
-                u8::is_ascii_uppercase,
-            ];
+            let classes: [fn(&u8) -> bool; 3] =
+                [u8::is_ascii_digit, u8::is_ascii_lowercase, u8::is_ascii_uppercase];
             let n = t.len();
             for (i, class) in classes.iter().enumerate() {
                 let members: Vec<u8> = alphabet.iter().copied().filter(class).collect();
@@ -90,11 +84,7 @@ mod scrub {
     fn base64(bytes: &[u8], alphabet: &[u8], pad: bool) -> String {
         let mut out = String::new();
         for chunk in bytes.chunks(3) {
-            let b = [
-                chunk[0],
-                *chunk.get(1).unwrap_or(&0),
-                *chunk.get(2).unwrap_or(&0),
-            ];
+            let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
             let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
             for i in 0..=chunk.len() {
                 out.push(char::from(alphabet[((n >> (18 - 6 * i)) & 63) as usize]));
@@ -117,12 +107,7 @@ mod scrub {
     }
 
     fn sample(label: &'static str, snippet: String, secret: String) -> Sample {
-        Sample {
-            label,
-            snippet,
-            secrets: vec![secret],
-            own_line: false,
-        }
+        Sample { label, snippet, secrets: vec![secret], own_line: false }
     }
 
     fn on_line(mut s: Sample) -> Sample {
@@ -157,11 +142,7 @@ mod scrub {
         vec![
             |r| {
                 let p = r.pick(&["AKIA", "ASIA"]);
-                prefixed(
-                    "aws_access_key_id",
-                    p,
-                    r.token(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16),
-                )
+                prefixed("aws_access_key_id", p, r.token(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16))
             },
             |r| {
                 let s = r.mixed(B64, 40);
@@ -180,12 +161,7 @@ mod scrub {
                 r.token(DIGITS, 6),
                 r.token(HEX, 40)
             );
-                Sample {
-                    label: "gcp_service_account_key",
-                    snippet: json,
-                    secrets: lines,
-                    own_line: false,
-                }
+                Sample { label: "gcp_service_account_key", snippet: json, secrets: lines, own_line: false }
             },
             |r| prefixed("google_api_key", "AIza", r.mixed(B64URL, 35)),
             |r| {
@@ -207,12 +183,9 @@ mod scrub {
             |r| prefixed("gitlab_token", "glpat-", r.mixed(B64URL, 20)),
             |r| {
                 let body = match r.below(3) {
-                    0 => format!(
-                        "xoxb-{}-{}-{}",
-                        r.token(DIGITS, 12),
-                        r.token(DIGITS, 13),
-                        r.mixed(ALNUM, 24)
-                    ),
+                    0 => {
+                        format!("xoxb-{}-{}-{}", r.token(DIGITS, 12), r.token(DIGITS, 13), r.mixed(ALNUM, 24))
+                    }
                     1 => format!(
                         "xoxp-{}-{}-{}-{}",
                         r.token(DIGITS, 12),
@@ -249,11 +222,7 @@ mod scrub {
                 sample("discord_bot_token", t.clone(), t)
             },
             |r| {
-                let t = format!(
-                    "{}:AA{}",
-                    r.range(100_000_000, 9_999_999_999),
-                    r.mixed(B64URL, 33)
-                );
+                let t = format!("{}:AA{}", r.range(100_000_000, 9_999_999_999), r.mixed(B64URL, 33));
                 sample("telegram_bot_token", t.clone(), t)
             },
             |r| {
@@ -271,13 +240,7 @@ mod scrub {
                 };
                 sample("openai_api_key", t.clone(), t)
             },
-            |r| {
-                prefixed(
-                    "anthropic_api_key",
-                    "sk-ant-api03-",
-                    format!("{}AA", r.mixed(B64URL, 93)),
-                )
-            },
+            |r| prefixed("anthropic_api_key", "sk-ant-api03-", format!("{}AA", r.mixed(B64URL, 93))),
             |r| prefixed("huggingface_token", "hf_", r.mixed(LETTERS, 34)),
             |r| prefixed("npm_token", "npm_", r.mixed(ALNUM, 36)),
             |r| prefixed("pypi_token", "pypi-AgEIcHlwaS5vcmc", r.mixed(B64URL, 70)),
@@ -287,10 +250,7 @@ mod scrub {
                 let s = if r.below(2) == 0 {
                     format!("TWILIO_AUTH_TOKEN={token}")
                 } else {
-                    format!(
-                        "Twilio account AC{} with auth token {token}",
-                        r.mixed(HEX, 32)
-                    )
+                    format!("Twilio account AC{} with auth token {token}", r.mixed(HEX, 32))
                 };
                 on_line(sample("twilio_auth_token", s, token))
             },
@@ -307,11 +267,8 @@ mod scrub {
                 sample("mailchimp_api_key", t.clone(), t)
             },
             |r| {
-                let payload = format!(
-                    "{{\"sub\":\"{}\",\"iat\":{}}}",
-                    r.token(DIGITS, 10),
-                    r.token(DIGITS, 10)
-                );
+                let payload =
+                    format!("{{\"sub\":\"{}\",\"iat\":{}}}", r.token(DIGITS, 10), r.token(DIGITS, 10));
                 let t = format!(
                     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.{}.{}",
                     base64(payload.as_bytes(), B64URL, false),
@@ -329,22 +286,12 @@ mod scrub {
                     "OPENSSH PRIVATE KEY",
                 ]);
                 let (text, lines) = pem(r, kind, "\n", true);
-                on_line(Sample {
-                    label: "private_key",
-                    snippet: text,
-                    secrets: lines,
-                    own_line: true,
-                })
+                on_line(Sample { label: "private_key", snippet: text, secrets: lines, own_line: true })
             },
             |r| {
                 // Cut off before the footer, as in a truncated log line.
                 let (text, lines) = pem(r, "RSA PRIVATE KEY", "\n", false);
-                on_line(Sample {
-                    label: "private_key",
-                    snippet: text,
-                    secrets: lines,
-                    own_line: true,
-                })
+                on_line(Sample { label: "private_key", snippet: text, secrets: lines, own_line: true })
             },
             |r| {
                 let t = r.mixed(B64URL, 40);
@@ -371,10 +318,7 @@ mod scrub {
             },
             |r| {
                 let n = r.range(8, 24);
-                let pw = r.mixed(
-                    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!*~-_.",
-                    n,
-                );
+                let pw = r.mixed(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!*~-_.", n);
                 let scheme = r.pick(&[
                     "postgres",
                     "postgresql",
@@ -385,10 +329,7 @@ mod scrub {
                     "https",
                     "ftp",
                 ]);
-                let url = format!(
-                    "{scheme}://app_user:{pw}@db-{}.internal:5432/main",
-                    r.token(DIGITS, 2)
-                );
+                let url = format!("{scheme}://app_user:{pw}@db-{}.internal:5432/main", r.token(DIGITS, 2));
                 sample("url_credentials", url, pw)
             },
             |r| {
@@ -434,22 +375,10 @@ mod scrub {
                 ]);
                 sample("generic_secret", form.replace("{}", &t), t)
             },
-            |r| {
-                prefixed(
-                    "shopify_token",
-                    r.pick(&["shpat_", "shpss_"]),
-                    r.mixed(HEX, 32),
-                )
-            },
+            |r| prefixed("shopify_token", r.pick(&["shpat_", "shpss_"]), r.mixed(HEX, 32)),
             |r| prefixed("digitalocean_token", "dop_v1_", r.mixed(HEX, 64)),
             |r| prefixed("linear_api_key", "lin_api_", r.mixed(ALNUM, 40)),
-            |r| {
-                prefixed(
-                    "postman_api_key",
-                    "PMAK-",
-                    format!("{}-{}", r.mixed(HEX, 24), r.mixed(HEX, 34)),
-                )
-            },
+            |r| prefixed("postman_api_key", "PMAK-", format!("{}-{}", r.mixed(HEX, 24), r.mixed(HEX, 34))),
             |r| prefixed("databricks_token", "dapi", r.mixed(HEX, 32)),
             |r| prefixed("new_relic_key", "NRAK-", r.token(UPPER_DIGITS, 27)),
             |r| {
@@ -460,13 +389,7 @@ mod scrub {
                 )
             },
             |r| prefixed("vault_token", "hvs.", r.mixed(B64URL, 90)),
-            |r| {
-                prefixed(
-                    "grafana_token",
-                    "glsa_",
-                    format!("{}_{}", r.mixed(ALNUM, 32), r.token(HEX, 8)),
-                )
-            },
+            |r| prefixed("grafana_token", "glsa_", format!("{}_{}", r.mixed(ALNUM, 32), r.token(HEX, 8))),
             |r| prefixed("google_oauth_client_secret", "GOCSPX-", r.mixed(B64URL, 28)),
             |r| prefixed("google_oauth_access_token", "ya29.", r.mixed(B64URL, 120)),
             |r| prefixed("replicate_token", "r8_", r.mixed(ALNUM, 37)),
@@ -485,10 +408,7 @@ mod scrub {
             |r| prefixed("pulumi_token", "pul-", r.mixed(HEX, 40)),
             |r| prefixed("atlassian_api_token", "ATATT3xFfGF0", r.mixed(B64URL, 180)),
             |r| {
-                let sig = r.mixed(
-                    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789%",
-                    44,
-                );
+                let sig = r.mixed(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789%", 44);
                 let url = format!(
                 "https://acct.blob.core.windows.net/c/f.txt?sv=2022-11-02&ss=b&sp=r&se=2025-01-01&sig={sig}"
             );
@@ -551,15 +471,9 @@ mod scrub {
         for sample in &samples {
             let out = s.scrub(&sample.snippet);
             let placeholder = format!("[REDACTED:{}]", sample.label);
-            let leaked = sample
-                .secrets
-                .iter()
-                .any(|secret| out.contains(secret.as_str()));
+            let leaked = sample.secrets.iter().any(|secret| out.contains(secret.as_str()));
             if leaked || !out.contains(&placeholder) {
-                failures.push(format!(
-                    "{}:\n  in:  {:?}\n  out: {:?}",
-                    sample.label, sample.snippet, out
-                ));
+                failures.push(format!("{}:\n  in:  {:?}\n  out: {:?}", sample.label, sample.snippet, out));
             }
             assert_eq!(s.scrub(&out), out, "not idempotent on {:?}", sample.snippet);
         }
@@ -578,27 +492,17 @@ mod scrub {
         let s = scrubber();
         let samples = corpus();
         let filler = "Just some ordinary chat about the weekend, nothing secret here.\n";
-        let text: String = samples
-            .iter()
-            .map(|x| format!("{}{}\n", filler.repeat(3), x.snippet))
-            .collect();
+        let text: String = samples.iter().map(|x| format!("{}{}\n", filler.repeat(3), x.snippet)).collect();
         assert!(text.len() > 100_000);
         let out = s.scrub(&text);
         for sample in &samples {
             for secret in &sample.secrets {
-                assert!(
-                    !out.contains(secret.as_str()),
-                    "{}: {secret} leaked",
-                    sample.label
-                );
+                assert!(!out.contains(secret.as_str()), "{}: {secret} leaked", sample.label);
             }
         }
         let expected: usize = samples.len();
         let placeholders = out.matches("[REDACTED:").count();
-        assert!(
-            placeholders >= expected,
-            "{placeholders} placeholders for {expected} samples"
-        );
+        assert!(placeholders >= expected, "{placeholders} placeholders for {expected} samples");
         assert_eq!(s.scrub(&out), out);
     }
 
@@ -619,18 +523,8 @@ mod scrub {
         let s = scrubber();
         let text = "token ghp_0123456789abcdefghijABCDEFGHIJ012345 and more";
         let found = s.findings(text);
-        assert_eq!(
-            found,
-            [Finding {
-                label: "github_token",
-                start: 6,
-                end: 46
-            }]
-        );
-        assert_eq!(
-            &text[found[0].start..found[0].end],
-            "ghp_0123456789abcdefghijABCDEFGHIJ012345"
-        );
+        assert_eq!(found, [Finding { label: "github_token", start: 6, end: 46 }]);
+        assert_eq!(&text[found[0].start..found[0].end], "ghp_0123456789abcdefghijABCDEFGHIJ012345");
     }
 
     /// The behaviour the module documentation promises, on hand-written inputs.
@@ -638,14 +532,8 @@ mod scrub {
     fn documented_examples() {
         let s = scrubber();
         let cases = [
-            (
-                "postgres://user:p@ss@host/db",
-                "postgres://user:[REDACTED:url_credentials]@host/db",
-            ),
-            (
-                "my password is hunter2.",
-                "my password is [REDACTED:password_assignment].",
-            ),
+            ("postgres://user:p@ss@host/db", "postgres://user:[REDACTED:url_credentials]@host/db"),
+            ("my password is hunter2.", "my password is [REDACTED:password_assignment]."),
             (
                 "export GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ012345",
                 "export GITHUB_TOKEN=[REDACTED:github_token]",
@@ -654,51 +542,23 @@ mod scrub {
                 "Schlüssel: ghp_0123456789abcdefghijABCDEFGHIJ012345 — ok?",
                 "Schlüssel: [REDACTED:github_token] — ok?",
             ),
-            (
-                "api_key=sk-proj-AbCdEf0123456789AbCdEf0123456789xyz",
-                "api_key=[REDACTED:openai_api_key]",
-            ),
-            (
-                "mysql -h db -u root -pS3cret! app",
-                "mysql -h db -u root -p[REDACTED:password_assignment] app",
-            ),
-            (
-                "DB_PASSWORD=letmein",
-                "DB_PASSWORD=[REDACTED:password_assignment]",
-            ),
-            (
-                "  password: letmein",
-                "  password: [REDACTED:password_assignment]",
-            ),
-            (
-                "curl -u admin:S3cretPass https://x",
-                "curl -u admin:[REDACTED:basic_auth] https://x",
-            ),
-            (
-                "key: 8f3b2c9d1e0a7f6b5c4d3e2f1a0b9c8d",
-                "key: [REDACTED:generic_secret]",
-            ),
+            ("api_key=sk-proj-AbCdEf0123456789AbCdEf0123456789xyz", "api_key=[REDACTED:openai_api_key]"),
+            ("mysql -h db -u root -pS3cret! app", "mysql -h db -u root -p[REDACTED:password_assignment] app"),
+            ("DB_PASSWORD=letmein", "DB_PASSWORD=[REDACTED:password_assignment]"),
+            ("  password: letmein", "  password: [REDACTED:password_assignment]"),
+            ("curl -u admin:S3cretPass https://x", "curl -u admin:[REDACTED:basic_auth] https://x"),
+            ("key: 8f3b2c9d1e0a7f6b5c4d3e2f1a0b9c8d", "key: [REDACTED:generic_secret]"),
             // Known gap: an INI line with a bare word reads like a variable assignment.
             ("password = letmein", "password = letmein"),
             // AWS's documentation key.
             ("AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
-            (
-                "-----BEGIN RSA PRIVATE KEY-----",
-                "-----BEGIN RSA PRIVATE KEY-----",
-            ),
-            (
-                "sk-learn-is-great-for-ml-2024-version",
-                "sk-learn-is-great-for-ml-2024-version",
-            ),
+            ("-----BEGIN RSA PRIVATE KEY-----", "-----BEGIN RSA PRIVATE KEY-----"),
+            ("sk-learn-is-great-for-ml-2024-version", "sk-learn-is-great-for-ml-2024-version"),
         ];
         for (input, want) in cases {
             assert_eq!(s.scrub(input), want, "{input:?}");
         }
-        let long = format!(
-            "{}password=Tr0ub4dor&3 {}",
-            "word ".repeat(2000),
-            "more ".repeat(2000)
-        );
+        let long = format!("{}password=Tr0ub4dor&3 {}", "word ".repeat(2000), "more ".repeat(2000));
         let out = s.scrub(&long);
         assert!(out.contains(" password=[REDACTED:password_assignment] more"));
     }
@@ -706,10 +566,7 @@ mod scrub {
     #[test]
     fn url_credentials_keep_scheme_user_and_host() {
         let out = scrubber().scrub("DATABASE_URL=postgres://app:s3cr3t-pw@db.internal:5432/main");
-        assert_eq!(
-            out,
-            "DATABASE_URL=postgres://app:[REDACTED:url_credentials]@db.internal:5432/main"
-        );
+        assert_eq!(out, "DATABASE_URL=postgres://app:[REDACTED:url_credentials]@db.internal:5432/main");
     }
 
     #[test]
@@ -734,11 +591,7 @@ mod scrub {
             "I passed the exam! My password manager is great.",
             "Basic Instructions for the new hire",
         ] {
-            assert!(
-                s.findings(text).is_empty(),
-                "{text:?}: {:?}",
-                s.findings(text)
-            );
+            assert!(s.findings(text).is_empty(), "{text:?}: {:?}", s.findings(text));
         }
     }
 
@@ -815,10 +668,7 @@ mod scrub {
             let out = s.scrub(&text);
             assert!(!out.contains(secret), "{text:?} -> {out:?}");
         }
-        assert_eq!(
-            s.scrub(&format!("Cookie: sessionid={session}; theme=dark")),
-            "Cookie: [REDACTED:cookie]"
-        );
+        assert_eq!(s.scrub(&format!("Cookie: sessionid={session}; theme=dark")), "Cookie: [REDACTED:cookie]");
     }
 
     /// Known-format tokens, random bodies.
@@ -842,10 +692,8 @@ mod scrub {
             let half = token.len() / 2;
             let (a, b) = token.split_at(half);
             let (prefix, body) = token.split_at(token.find(['_', '-']).map_or(4, |i| i + 1));
-            let fullwidth: String = prefix
-                .chars()
-                .map(|c| char::from_u32(c as u32 - 0x21 + 0xFF01).unwrap())
-                .collect();
+            let fullwidth: String =
+                prefix.chars().map(|c| char::from_u32(c as u32 - 0x21 + 0xFF01).unwrap()).collect();
             let forms = [
                 format!("{a}\u{200B}{b}"),
                 format!("{a}\u{2060}{b}"),
@@ -862,10 +710,7 @@ mod scrub {
                 // Neither half survives, and the text around it is kept as written.
                 let tail = &token[token.len() - 8..];
                 let head_body = &body[..8.min(body.len())];
-                assert!(
-                    !out.contains(tail) && !out.contains(head_body),
-                    "{form:?} -> {out:?}"
-                );
+                assert!(!out.contains(tail) && !out.contains(head_body), "{form:?} -> {out:?}");
                 assert!(out.starts_with("the key: [REDACTED:") && out.ends_with("] (rotate it)"), "{out:?}");
                 assert_eq!(s.scrub(&out), out);
             }
@@ -948,7 +793,10 @@ mod scrub {
         ] {
             for name in ["scope", "session_id", "kind"] {
                 let err = validate_label(name, &label).expect_err(&label);
-                assert!(matches!(&err, Error::InvalidInput(m) if m.contains(name) && m.contains("secret")), "{err}");
+                assert!(
+                    matches!(&err, Error::InvalidInput(m) if m.contains(name) && m.contains("secret")),
+                    "{err}"
+                );
                 assert!(!err.to_string().contains(token), "the error repeats the secret: {err}");
             }
         }
@@ -1048,10 +896,7 @@ mod scrub {
     // ---------------------------------------------------------------------------
 
     fn with_pii() -> Scrubber {
-        Scrubber::new(ScrubOptions {
-            secrets: true,
-            pii: true,
-        })
+        Scrubber::new(ScrubOptions { secrets: true, pii: true })
     }
 
     #[test]
@@ -1085,10 +930,7 @@ mod scrub {
             let got: Vec<&str> = s.findings(text).iter().map(|f| f.label).collect();
             assert_eq!(got, want.into_iter().collect::<Vec<_>>(), "{text:?}");
         }
-        assert_eq!(
-            s.scrub("card 4111 1111 1111 1111 on file"),
-            "card [REDACTED:credit_card] on file"
-        );
+        assert_eq!(s.scrub("card 4111 1111 1111 1111 on file"), "card [REDACTED:credit_card] on file");
     }
 
     // ---------------------------------------------------------------------------
@@ -1122,16 +964,13 @@ mod scrub {
     // False positives on real text
     // ---------------------------------------------------------------------------
 
-
     fn cargo_registry() -> Option<PathBuf> {
         let home = std::env::var_os("CARGO_HOME")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
         let src = home.join("registry").join("src");
-        let mut dirs: Vec<PathBuf> = std::fs::read_dir(src)
-            .ok()?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
+        let mut dirs: Vec<PathBuf> =
+            std::fs::read_dir(src).ok()?.filter_map(|e| e.ok().map(|e| e.path())).collect();
         dirs.sort();
         dirs.into_iter().next()
     }
@@ -1143,11 +982,8 @@ mod scrub {
         let mut crates: Vec<PathBuf> = std::fs::read_dir(&registry)
             .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
             .unwrap_or_default();
-        crates.retain(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(crate_prefix))
-        });
+        crates
+            .retain(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(crate_prefix)));
         crates.sort();
         let Some(root) = crates.into_iter().next() else {
             return Vec::new();
@@ -1271,11 +1107,7 @@ mod scrub {
             return;
         }
         let fps = false_positives(&with_pii(), &docs);
-        eprintln!(
-            "pii: {} false redactions in {} turns",
-            fps.len(),
-            docs.len()
-        );
+        eprintln!("pii: {} false redactions in {} turns", fps.len(), docs.len());
         assert!(fps.len() * 2000 <= docs.len(), "{}", fps.join("\n"));
     }
 
@@ -1308,11 +1140,7 @@ mod scrub {
         let lines: usize = docs.iter().map(|(_, t)| t.lines().count()).sum();
         let fps = false_positives(&scrubber(), &docs);
         eprintln!("{}", fps.join("\n"));
-        eprintln!(
-            "{} findings in {lines} lines of {} files",
-            fps.len(),
-            docs.len()
-        );
+        eprintln!("{} findings in {lines} lines of {} files", fps.len(), docs.len());
     }
 
     // ---------------------------------------------------------------------------
@@ -1344,10 +1172,7 @@ mod scrub {
             }
             let secs = start.elapsed().as_secs_f64();
             let mb = (bytes * rounds) as f64 / 1e6;
-            eprintln!(
-                "{name}: {:.0} MB/s ({mb:.0} MB in {secs:.2} s, {changed} texts changed)",
-                mb / secs
-            );
+            eprintln!("{name}: {:.0} MB/s ({mb:.0} MB in {secs:.2} s, {changed} texts changed)", mb / secs);
         };
         report("chat, one turn at a time", &turns);
         report("chat, one blob", &[turns.join("\n")]);

@@ -73,12 +73,7 @@ pub fn chunk(messages: &[Message], max_tokens: u32, counter: &TokenCounter) -> R
         let parts = split_message(label.as_deref(), message.text.trim(), &measure)?;
         let n = parts.len();
         for (k, (text, tokens)) in parts.into_iter().enumerate() {
-            out.push(Chunk {
-                messages: vec![index],
-                text,
-                tokens,
-                part: Some((k, n)),
-            });
+            out.push(Chunk { messages: vec![index], text, tokens, part: Some((k, n)) });
         }
     }
     pack_lines(&run, &measure, &mut out);
@@ -100,11 +95,7 @@ impl<'a> Measure<'a> {
             TokenCounter::Tiktoken(vocabulary) => longest_token(vocabulary()),
             TokenCounter::HuggingFace(_) => None,
         };
-        Measure {
-            counter,
-            max,
-            longest,
-        }
+        Measure { counter, max, longest }
     }
 
     /// `Some(tokens)` when `text` fits (the exact count), `None` when it does not.
@@ -159,10 +150,7 @@ fn longest_token(bpe: &'static crate::tokens::Bpe) -> Option<usize> {
         };
     }
     let found = (longest > 0).then_some(longest);
-    cache
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key, found);
+    cache.lock().unwrap_or_else(|e| e.into_inner()).insert(key, found);
     found
 }
 
@@ -183,10 +171,7 @@ pub(crate) fn render(label: Option<&str>, text: &str) -> String {
 /// an empty name is no label, and a name over `budget` tokens (with its colon) or
 /// 256 characters is cut to fit and ends in `…`.
 pub(crate) fn label(speaker: Option<&str>, budget: u32, counter: &TokenCounter) -> Option<String> {
-    let clean: String = speaker?
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+    let clean: String = speaker?.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     let clean = clean.trim();
     if clean.is_empty() {
         return None;
@@ -285,20 +270,9 @@ enum Level {
 
 /// The parts of one message body that does not fit whole, each rendered with the
 /// label and with its exact count.
-fn split_message(
-    label: Option<&str>,
-    body: &str,
-    measure: &Measure<'_>,
-) -> Result<Vec<(String, u32)>> {
+fn split_message(label: Option<&str>, body: &str, measure: &Measure<'_>) -> Result<Vec<(String, u32)>> {
     let mut parts = Vec::new();
-    split_range(
-        label,
-        body,
-        0..body.len(),
-        Level::Sentence,
-        measure,
-        &mut parts,
-    )?;
+    split_range(label, body, 0..body.len(), Level::Sentence, measure, &mut parts)?;
     Ok(parts)
 }
 
@@ -316,10 +290,8 @@ fn split_range(
         Level::Word => text::words(piece),
         Level::Char => text::chars(piece),
     };
-    let spans: Vec<Range<usize>> = local
-        .into_iter()
-        .map(|r| r.start + range.start..r.end + range.start)
-        .collect();
+    let spans: Vec<Range<usize>> =
+        local.into_iter().map(|r| r.start + range.start..r.end + range.start).collect();
     let candidate = |a: usize, b: usize| render(label, &body[spans[a].start..spans[b - 1].end]);
     let mut i = 0;
     while i < spans.len() {
@@ -329,9 +301,9 @@ fn split_range(
         }
         if let Some(first) = measure.measure(&candidate(i, i + 1)) {
             let end = match level {
-                Level::Char => interpolate(i, spans.len(), first, measure.max, |a, b| {
-                    measure.measure(&candidate(a, b))
-                }),
+                Level::Char => {
+                    interpolate(i, spans.len(), first, measure.max, |a, b| measure.measure(&candidate(a, b)))
+                }
                 _ => gallop(i, spans.len(), |a, b| measure.fits(&candidate(a, b))),
             };
             let text = candidate(i, end);
@@ -341,9 +313,7 @@ fn split_range(
             continue;
         }
         match level {
-            Level::Sentence => {
-                split_range(label, body, spans[i].clone(), Level::Word, measure, parts)?
-            }
+            Level::Sentence => split_range(label, body, spans[i].clone(), Level::Word, measure, parts)?,
             Level::Word => split_range(label, body, spans[i].clone(), Level::Char, measure, parts)?,
             Level::Char => {
                 // One character with the label does not fit: a tokenizer that spends
@@ -434,9 +404,7 @@ mod tests {
     #[test]
     fn tiktoken_tokens_are_at_most_128_bytes() {
         let c = counter();
-        let TokenCounter::Tiktoken(bpe) = c else {
-            unreachable!()
-        };
+        let TokenCounter::Tiktoken(bpe) = c else { unreachable!() };
         assert_eq!(longest_token(bpe()), Some(128));
     }
 

@@ -29,13 +29,8 @@ pub enum FactKind {
 }
 
 impl FactKind {
-    pub const ALL: [FactKind; 5] = [
-        FactKind::Decision,
-        FactKind::Correction,
-        FactKind::Preference,
-        FactKind::State,
-        FactKind::Fact,
-    ];
+    pub const ALL: [FactKind; 5] =
+        [FactKind::Decision, FactKind::Correction, FactKind::Preference, FactKind::State, FactKind::Fact];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -94,11 +89,7 @@ pub struct ExtractOptions {
 
 impl Default for ExtractOptions {
     fn default() -> Self {
-        ExtractOptions {
-            max_facts: 20,
-            max_fact_chars: 300,
-            summary_sentences: 3,
-        }
+        ExtractOptions { max_facts: 20, max_fact_chars: 300, summary_sentences: 3 }
     }
 }
 
@@ -162,11 +153,7 @@ pub fn extract(messages: &[Message], opts: ExtractOptions, counter: &TokenCounte
     }
     let scores: Vec<(FactKind, f32, f32)> = {
         let n = sentences.len();
-        sentences
-            .iter()
-            .enumerate()
-            .map(|(ordinal, s)| score(s, ordinal, n, &df, counter))
-            .collect()
+        sentences.iter().enumerate().map(|(ordinal, s)| score(s, ordinal, n, &df, counter)).collect()
     };
     for (s, (kind, fact_score, summary_score)) in sentences.iter_mut().zip(scores) {
         s.kind = kind;
@@ -188,12 +175,7 @@ pub fn extract(messages: &[Message], opts: ExtractOptions, counter: &TokenCounte
         .collect();
     let summary = pick(&sentences, opts.summary_sentences, |s| s.summary_score, 0.0)
         .into_iter()
-        .map(|i| {
-            truncate(
-                &render(sentences[i].label.as_deref(), &sentences[i].text),
-                max_chars,
-            )
-        })
+        .map(|i| truncate(&render(sentences[i].label.as_deref(), &sentences[i].text), max_chars))
         .collect::<Vec<_>>()
         .join("\n");
     Distilled { summary, facts }
@@ -201,12 +183,7 @@ pub fn extract(messages: &[Message], opts: ExtractOptions, counter: &TokenCounte
 
 /// The best `limit` sentences by `key` (at least `floor`), skipping near
 /// duplicates of better ones; returned in transcript order.
-fn pick(
-    sentences: &[Sentence],
-    limit: usize,
-    key: impl Fn(&Sentence) -> f32,
-    floor: f32,
-) -> Vec<usize> {
+fn pick(sentences: &[Sentence], limit: usize, key: impl Fn(&Sentence) -> f32, floor: f32) -> Vec<usize> {
     let mut order: Vec<usize> = (0..sentences.len()).collect();
     // Stable: equal scores keep transcript order.
     order.sort_by(|&a, &b| key(&sentences[b]).total_cmp(&key(&sentences[a])));
@@ -218,10 +195,7 @@ fn pick(
         if key(&sentences[i]) < floor {
             break;
         }
-        if chosen
-            .iter()
-            .any(|&j| near_duplicate(&sentences[i], &sentences[j]))
-        {
+        if chosen.iter().any(|&j| near_duplicate(&sentences[i], &sentences[j])) {
             continue;
         }
         chosen.push(i);
@@ -275,19 +249,12 @@ fn score(
 
     // Recurrence of the sentence's content terms elsewhere in the transcript.
     let terms = s.terms.len() as f32;
-    let recurring: f32 = s
-        .terms
-        .iter()
-        .map(|t| (df.get(t.as_str()).copied().unwrap_or(1) - 1).min(3) as f32 / 3.0)
-        .sum();
+    let recurring: f32 =
+        s.terms.iter().map(|t| (df.get(t.as_str()).copied().unwrap_or(1) - 1).min(3) as f32 / 3.0).sum();
     let recurrence = (recurring / terms.max(1.0).sqrt()).min(1.5);
 
     let specific = (specifics(&s.text, &lower) as f32 * 0.25).min(1.0);
-    let personal = if patterns().first_person.is_match(&lower) {
-        0.25
-    } else {
-        0.0
-    };
+    let personal = if patterns().first_person.is_match(&lower) { 0.25 } else { 0.0 };
     let position = {
         let at = ordinal as f32 / n.max(1) as f32;
         if n >= 10 && !(0.1..0.9).contains(&at) {
@@ -299,11 +266,7 @@ fn score(
 
     // A sentence this long is damped anyway; counting it could be slow (tiktoken is
     // quadratic in one long word).
-    let tokens = if s.text.len() > 2000 {
-        u32::MAX
-    } else {
-        counter.count(&s.text)
-    };
+    let tokens = if s.text.len() > 2000 { u32::MAX } else { counter.count(&s.text) };
     let length = match tokens {
         0..=3 => 0.2,
         4..=6 => 0.6,
@@ -325,17 +288,12 @@ fn score(
     } else {
         1.0
     };
-    let filler = if patterns().filler.is_match(&lower) && specific == 0.0 {
-        0.5
-    } else {
-        1.0
-    };
+    let filler = if patterns().filler.is_match(&lower) && specific == 0.0 { 0.5 } else { 1.0 };
     let damp = length * content * question * filler;
 
     // Content: how much a sentence says, whatever it is about.
     let substance = 0.07 * terms.min(6.0);
-    let fact =
-        (0.1 + substance + 0.5 * recurrence + 0.6 * specific + cue + personal + position) * damp;
+    let fact = (0.1 + substance + 0.5 * recurrence + 0.6 * specific + cue + personal + position) * damp;
     let summary = (0.2 + recurrence + 0.3 * specific + 0.5 * cue) * damp;
     (kind, fact, summary)
 }
@@ -678,8 +636,7 @@ const STOPWORDS: &[&str] = &[
 
 fn is_stopword(word: &str) -> bool {
     static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
-    SET.get_or_init(|| STOPWORDS.iter().copied().collect())
-        .contains(word)
+    SET.get_or_init(|| STOPWORDS.iter().copied().collect()).contains(word)
 }
 
 /// A crude suffix stripper, enough for "plans"/"plan" and "painting"/"paint" to meet.
@@ -732,10 +689,7 @@ mod tests {
 
     #[test]
     fn terms_drop_stopwords_and_stem() {
-        assert_eq!(
-            content_terms("I really like the paintings, and Painting!"),
-            ["paint"]
-        );
+        assert_eq!(content_terms("I really like the paintings, and Painting!"), ["paint"]);
         assert_eq!(content_terms("Caroline's 3 cats"), ["caroline", "3", "cat"]);
     }
 

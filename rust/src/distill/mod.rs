@@ -65,10 +65,7 @@ pub struct Message {
 
 impl Message {
     pub fn new(speaker: Option<&str>, text: impl Into<String>) -> Message {
-        Message {
-            speaker: speaker.map(str::to_string),
-            text: text.into(),
-        }
+        Message { speaker: speaker.map(str::to_string), text: text.into() }
     }
 }
 

@@ -16,18 +16,14 @@ fn is_cjk_terminal(c: char) -> bool {
 
 /// Closing quotes and brackets that belong to the sentence before them.
 fn is_closer(c: char) -> bool {
-    matches!(
-        c,
-        '"' | '\'' | ')' | ']' | '}' | '”' | '’' | '»' | '›' | '」' | '』' | '）'
-    )
+    matches!(c, '"' | '\'' | ')' | ']' | '}' | '”' | '’' | '»' | '›' | '」' | '』' | '）')
 }
 
 /// Abbreviations whose full stop does not end a sentence (lowercase, no dot).
 const ABBREVIATIONS: &[&str] = &[
-    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "eg", "e.g", "ie", "i.e",
-    "inc", "ltd", "co", "corp", "no", "fig", "approx", "dept", "est", "jan", "feb", "mar", "apr",
-    "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "mt", "ft", "vol", "cf", "al", "a.m",
-    "p.m", "u.s", "u.k",
+    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "eg", "e.g", "ie", "i.e", "inc", "ltd",
+    "co", "corp", "no", "fig", "approx", "dept", "est", "jan", "feb", "mar", "apr", "jun", "jul", "aug",
+    "sep", "sept", "oct", "nov", "dec", "mt", "ft", "vol", "cf", "al", "a.m", "p.m", "u.s", "u.k",
 ];
 
 /// The word just before byte `end` (letters, digits and inner dots), lowercased.
@@ -146,9 +142,7 @@ pub fn words(text: &str) -> Vec<Range<usize>> {
 
 /// One range per character.
 pub fn chars(text: &str) -> Vec<Range<usize>> {
-    text.char_indices()
-        .map(|(pos, c)| pos..pos + c.len_utf8())
-        .collect()
+    text.char_indices().map(|(pos, c)| pos..pos + c.len_utf8()).collect()
 }
 
 #[cfg(test)]
@@ -177,14 +171,7 @@ mod tests {
         assert!(tiles(text, &got));
         assert_eq!(
             split(text, &got),
-            [
-                "We shipped it. ",
-                "Did it work?! ",
-                "Yes \"it did.\" ",
-                "Next\n",
-                "line… ",
-                "done"
-            ]
+            ["We shipped it. ", "Did it work?! ", "Yes \"it did.\" ", "Next\n", "line… ", "done"]
         );
     }
 
@@ -192,23 +179,13 @@ mod tests {
     fn abbreviations_initials_and_decimals_do_not_split() {
         let text = "Dr. Smith met J. R. Tolkien at 3.30 p.m. today. See e.g. the notes. ok";
         let got = split(text, &sentences(text));
-        assert_eq!(
-            got,
-            [
-                "Dr. Smith met J. R. Tolkien at 3.30 p.m. today. ",
-                "See e.g. the notes. ",
-                "ok"
-            ]
-        );
+        assert_eq!(got, ["Dr. Smith met J. R. Tolkien at 3.30 p.m. today. ", "See e.g. the notes. ", "ok"]);
     }
 
     #[test]
     fn cjk_full_stops_split_without_spaces() {
         let text = "今日は晴れ。明日は雨！本当？";
-        assert_eq!(
-            split(text, &sentences(text)),
-            ["今日は晴れ。", "明日は雨！", "本当？"]
-        );
+        assert_eq!(split(text, &sentences(text)), ["今日は晴れ。", "明日は雨！", "本当？"]);
     }
 
     #[test]

@@ -22,11 +22,9 @@ pub struct Config {
 
 impl Config {
     pub fn read(path: &Path) -> Result<Self> {
-        let bad =
-            |why: String| Error::invalid(format!("bad model config {}: {why}", path.display()));
+        let bad = |why: String| Error::invalid(format!("bad model config {}: {why}", path.display()));
         let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-        let json: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
         let int = |key: &str| {
             json.get(key)
                 .and_then(serde_json::Value::as_u64)
@@ -36,11 +34,7 @@ impl Config {
         };
         match json.get("hidden_act").and_then(|v| v.as_str()) {
             Some("gelu") => {}
-            other => {
-                return Err(bad(format!(
-                    "hidden_act {other:?} is not supported, only \"gelu\""
-                )))
-            }
+            other => return Err(bad(format!("hidden_act {other:?} is not supported, only \"gelu\""))),
         }
         let config = Self {
             hidden: int("hidden_size")?,
@@ -50,15 +44,10 @@ impl Config {
             vocab: int("vocab_size")?,
             max_positions: int("max_position_embeddings")?,
             type_vocab: int("type_vocab_size").unwrap_or(2),
-            eps: json
-                .get("layer_norm_eps")
-                .and_then(serde_json::Value::as_f64)
-                .unwrap_or(1e-12),
+            eps: json.get("layer_norm_eps").and_then(serde_json::Value::as_f64).unwrap_or(1e-12),
         };
         if config.hidden % config.heads != 0 {
-            return Err(bad(
-                "hidden_size is not a multiple of num_attention_heads".into()
-            ));
+            return Err(bad("hidden_size is not a multiple of num_attention_heads".into()));
         }
         Ok(config)
     }
@@ -93,25 +82,15 @@ impl Bert {
     pub fn new(config: Config, mut t: Tensors) -> Result<Self> {
         let (h, i) = (config.hidden, config.intermediate);
         // Checkpoints saved from BertModel have bare names; some prefix "bert.".
-        let prefix = if t.contains("embeddings.LayerNorm.weight") {
-            ""
-        } else {
-            "bert."
-        };
+        let prefix = if t.contains("embeddings.LayerNorm.weight") { "" } else { "bert." };
         let mut get = |name: &str, shape: &[usize]| t.take(&format!("{prefix}{name}"), shape);
-        let mut token_type = get(
-            "embeddings.token_type_embeddings.weight",
-            &[config.type_vocab, h],
-        )?;
+        let mut token_type = get("embeddings.token_type_embeddings.weight", &[config.type_vocab, h])?;
         // Single sentences only ever use token type 0.
         token_type.truncate(h);
         let mut bert = Self {
             config,
             word: get("embeddings.word_embeddings.weight", &[config.vocab, h])?,
-            position: get(
-                "embeddings.position_embeddings.weight",
-                &[config.max_positions, h],
-            )?,
+            position: get("embeddings.position_embeddings.weight", &[config.max_positions, h])?,
             token_type0: token_type,
             ln_g: get("embeddings.LayerNorm.weight", &[h])?,
             ln_b: get("embeddings.LayerNorm.bias", &[h])?,
@@ -151,12 +130,7 @@ impl Bert {
     /// additive -inf key mask computes, without spending work on padding rows.
     /// The linear layers use up to `threads` threads.
     pub fn forward(&self, ids: &[u32], lens: &[usize], threads: usize) -> Result<Vec<f32>> {
-        let Config {
-            hidden: h,
-            intermediate: inter,
-            heads,
-            ..
-        } = self.config;
+        let Config { hidden: h, intermediate: inter, heads, .. } = self.config;
         let n = ids.len();
         let mut x = self.embed(ids, lens)?;
         let mut qkv = vec![0.0; n * 3 * h];
@@ -222,9 +196,7 @@ impl Bert {
         for ((row, &id), pos) in x.chunks_exact_mut(h).zip(ids).zip(positions) {
             let id = id as usize;
             if id >= self.config.vocab || pos >= self.config.max_positions {
-                return Err(Error::Internal(format!(
-                    "token {id} at position {pos} is outside the model"
-                )));
+                return Err(Error::Internal(format!("token {id} at position {pos} is outside the model")));
             }
             let word = &self.word[id * h..(id + 1) * h];
             let position = &self.position[pos * h..(pos + 1) * h];

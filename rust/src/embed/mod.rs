@@ -32,24 +32,17 @@ impl Embedder {
     /// present, `sentence_bert_config.json` and `1_Pooling/config.json`.
     pub fn load(dir: &Path) -> Result<Self> {
         if !dir.is_dir() {
-            return Err(Error::invalid(format!(
-                "model directory {} does not exist",
-                dir.display()
-            )));
+            return Err(Error::invalid(format!("model directory {} does not exist", dir.display())));
         }
         for file in ["config.json", "model.safetensors", "tokenizer.json"] {
             if !dir.join(file).is_file() {
-                return Err(Error::invalid(format!(
-                    "model directory {} has no {file}",
-                    dir.display()
-                )));
+                return Err(Error::invalid(format!("model directory {} has no {file}", dir.display())));
             }
         }
         check_pooling(dir)?;
         let config = bert::Config::read(&dir.join("config.json"))?;
-        let max_len = tokenize::max_seq_length(dir)?
-            .unwrap_or(config.max_positions)
-            .min(config.max_positions);
+        let max_len =
+            tokenize::max_seq_length(dir)?.unwrap_or(config.max_positions).min(config.max_positions);
         let tokenizer = tokenize::Tokenizer::load(&dir.join("tokenizer.json"), max_len)?;
         let tensors = weights::Tensors::read(&dir.join("model.safetensors"))?;
         let bert = bert::Bert::new(config, tensors)?;
@@ -62,10 +55,7 @@ impl Embedder {
 
     /// Row-major n x dim, each row mean-pooled over real tokens and L2-normalised.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<f32>> {
-        let ids = texts
-            .iter()
-            .map(|text| self.tokenizer.encode(text))
-            .collect::<Result<Vec<_>>>()?;
+        let ids = texts.iter().map(|text| self.tokenizer.encode(text)).collect::<Result<Vec<_>>>()?;
         let mut order: Vec<usize> = (0..ids.len()).collect();
         // Longest first: batches hold similar lengths, and the slow ones start early.
         order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
@@ -82,12 +72,7 @@ impl Embedder {
             let mut done = Vec::new();
             while let Some(batch) = batches.get(next.fetch_add(1, Ordering::Relaxed)) {
                 let pooled = self.embed_batch(batch.iter().map(|&i| ids[i].as_slice()), inner)?;
-                done.extend(
-                    batch
-                        .iter()
-                        .copied()
-                        .zip(pooled.chunks_exact(dim).map(<[f32]>::to_vec)),
-                );
+                done.extend(batch.iter().copied().zip(pooled.chunks_exact(dim).map(<[f32]>::to_vec)));
             }
             Ok(done)
         };
@@ -95,15 +80,13 @@ impl Embedder {
             vec![work()]
         } else {
             std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..threads.min(batches.len()))
-                    .map(|_| scope.spawn(work))
-                    .collect();
+                let handles: Vec<_> = (0..threads.min(batches.len())).map(|_| scope.spawn(work)).collect();
                 handles
                     .into_iter()
                     .map(|handle| {
-                        handle.join().unwrap_or_else(|_| {
-                            Err(Error::Internal("an embedding thread panicked".into()))
-                        })
+                        handle
+                            .join()
+                            .unwrap_or_else(|_| Err(Error::Internal("an embedding thread panicked".into())))
                     })
                     .collect()
             })
@@ -153,17 +136,10 @@ fn check_pooling(dir: &Path) -> Result<()> {
     }
     let bad = |why: &str| Error::invalid(format!("{}: {why}", path.display()));
     let text = std::fs::read_to_string(&path).map_err(|err| bad(&err.to_string()))?;
-    let json: serde_json::Value =
-        serde_json::from_str(&text).map_err(|err| bad(&err.to_string()))?;
-    if json
-        .get("pooling_mode_mean_tokens")
-        .and_then(serde_json::Value::as_bool)
-        == Some(true)
-    {
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|err| bad(&err.to_string()))?;
+    if json.get("pooling_mode_mean_tokens").and_then(serde_json::Value::as_bool) == Some(true) {
         Ok(())
     } else {
-        Err(bad(
-            "only mean pooling (pooling_mode_mean_tokens) is supported",
-        ))
+        Err(bad("only mean pooling (pooling_mode_mean_tokens) is supported"))
     }
 }

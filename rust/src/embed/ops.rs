@@ -87,11 +87,7 @@ pub fn layer_norm(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f64) {
     let width = gamma.len();
     for row in x.chunks_exact_mut(width) {
         let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / width as f64;
-        let var = row
-            .iter()
-            .map(|&v| (f64::from(v) - mean).powi(2))
-            .sum::<f64>()
-            / width as f64;
+        let var = row.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / width as f64;
         let inv = 1.0 / (var + eps).sqrt();
         for ((v, &g), &b) in row.iter_mut().zip(gamma).zip(beta) {
             *v = ((f64::from(*v) - mean) * inv) as f32 * g + b;

@@ -48,8 +48,5 @@ pub fn max_seq_length(dir: &Path) -> Result<Option<usize>> {
         .map_err(|err| Error::invalid(format!("cannot read {}: {err}", path.display())))?;
     let json: serde_json::Value = serde_json::from_str(&text)
         .map_err(|err| Error::invalid(format!("bad {}: {err}", path.display())))?;
-    Ok(json
-        .get("max_seq_length")
-        .and_then(serde_json::Value::as_u64)
-        .and_then(|v| usize::try_from(v).ok()))
+    Ok(json.get("max_seq_length").and_then(serde_json::Value::as_u64).and_then(|v| usize::try_from(v).ok()))
 }

@@ -25,12 +25,9 @@ impl Tensors {
         let shown = path.display().to_string();
         let bytes = std::fs::read(path)
             .map_err(|err| Error::invalid(format!("cannot read model weights {shown}: {err}")))?;
-        let tensors = parse(&bytes)
-            .map_err(|why| Error::invalid(format!("bad safetensors file {shown}: {why}")))?;
-        Ok(Self {
-            path: shown,
-            tensors,
-        })
+        let tensors =
+            parse(&bytes).map_err(|why| Error::invalid(format!("bad safetensors file {shown}: {why}")))?;
+        Ok(Self { path: shown, tensors })
     }
 
     pub fn contains(&self, name: &str) -> bool {
@@ -54,14 +51,11 @@ impl Tensors {
 }
 
 fn parse(bytes: &[u8]) -> std::result::Result<HashMap<String, Tensor>, String> {
-    let len_bytes: [u8; 8] = bytes
-        .get(..8)
-        .and_then(|b| b.try_into().ok())
-        .ok_or("shorter than its 8-byte header length")?;
+    let len_bytes: [u8; 8] =
+        bytes.get(..8).and_then(|b| b.try_into().ok()).ok_or("shorter than its 8-byte header length")?;
     let header_len = usize::try_from(u64::from_le_bytes(len_bytes)).map_err(|e| e.to_string())?;
-    let header = bytes
-        .get(8..8usize.saturating_add(header_len))
-        .ok_or("header runs past the end of the file")?;
+    let header =
+        bytes.get(8..8usize.saturating_add(header_len)).ok_or("header runs past the end of the file")?;
     let data = &bytes[8 + header_len..];
     let header: serde_json::Map<String, serde_json::Value> =
         serde_json::from_slice(header).map_err(|e| format!("header is not a JSON object: {e}"))?;
@@ -79,20 +73,13 @@ fn parse(bytes: &[u8]) -> std::result::Result<HashMap<String, Tensor>, String> {
             .get("data_offsets")
             .and_then(|s| serde_json::from_value(s.clone()).ok())
             .ok_or_else(|| format!("tensor {name} has no valid data_offsets"))?;
-        let raw = data
-            .get(offsets[0]..offsets[1])
-            .ok_or_else(|| format!("tensor {name} lies outside the file"))?;
+        let raw =
+            data.get(offsets[0]..offsets[1]).ok_or_else(|| format!("tensor {name} lies outside the file"))?;
         let count: usize = shape.iter().product();
         if raw.len() != count * 4 {
-            return Err(format!(
-                "tensor {name}: {} bytes for shape {shape:?}",
-                raw.len()
-            ));
+            return Err(format!("tensor {name}: {} bytes for shape {shape:?}", raw.len()));
         }
-        let data = raw
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let data = raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         tensors.insert(name, Tensor { shape, data });
     }
     Ok(tensors)

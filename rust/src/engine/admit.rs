@@ -35,8 +35,8 @@ impl<'q> Admit<'q> {
         let kind_ok = q.kinds.as_ref().is_none_or(|kinds| kinds.iter().any(|k| *k == entry.kind));
         let session_ok =
             q.session_id.as_ref().is_none_or(|s| entry.session_id.as_deref() == Some(s.as_str()));
-        let time_ok = q.since.is_none_or(|t| entry.timestamp >= t)
-            && q.until.is_none_or(|t| entry.timestamp < t);
+        let time_ok =
+            q.since.is_none_or(|t| entry.timestamp >= t) && q.until.is_none_or(|t| entry.timestamp < t);
         let metadata_ok = self.metadata.is_empty() || {
             let held = metadata_terms(entry.metadata.as_deref());
             self.metadata.iter().all(|term| held.contains(term))

@@ -13,14 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{Config, Eviction};
+use crate::entry::Micros;
 use crate::error::{Error, Result};
 use crate::index::{Flusher, Follow, SearchIndex};
 use crate::scrub::{ScrubOptions, Scrubber};
-use crate::entry::Micros;
 use crate::store::{Change, Retention, Store};
+use crate::tokens::TokenCounter;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use crate::tokens::TokenCounter;
 
 pub use read::{InjectionPolicy, Query, Timings};
 pub use vectors::{EmbedderInfo, EXTERNAL};
@@ -61,7 +61,11 @@ impl Memory {
         let scrub = config.scrub.describe();
         // What the store redacted before and this open does not.
         let scrub_dropped = recorded.as_deref().map_or_else(Vec::new, |before| {
-            before.split('+').filter(|part| *part != "off" && !scrub.split('+').any(|p| p == *part)).map(str::to_owned).collect()
+            before
+                .split('+')
+                .filter(|part| *part != "off" && !scrub.split('+').any(|p| p == *part))
+                .map(str::to_owned)
+                .collect()
         });
         if !read_only && recorded.as_deref() != Some(scrub.as_str()) {
             store.set_meta("scrub", &scrub)?;
@@ -76,10 +80,8 @@ impl Memory {
         let index_dir = if read_only { None } else { config.resolved_index_dir() };
         let index = Arc::new(SearchIndex::open(index_dir.as_deref(), Arc::clone(&store))?);
         // Built while the index's files are checked in the background.
-        let scrubber =
-            Scrubber::new(ScrubOptions { secrets: config.scrub.secrets, pii: config.scrub.pii });
-        let flusher =
-            Flusher::start(Arc::clone(&index), Duration::from_millis(config.flush_ms.max(1)))?;
+        let scrubber = Scrubber::new(ScrubOptions { secrets: config.scrub.secrets, pii: config.scrub.pii });
+        let flusher = Flusher::start(Arc::clone(&index), Duration::from_millis(config.flush_ms.max(1)))?;
         let engine = Self {
             config,
             store,

@@ -5,17 +5,17 @@ use super::Memory;
 use std::collections::HashMap;
 use std::time::Instant;
 
+use crate::config::Retrieval;
 use crate::entry::{validate_label, validate_timestamp, Entry, Explain, Hit, Micros};
 use crate::error::{Error, Result};
 use crate::index::schema::scope_key;
 use crate::index::tail::recency_boost;
-use crate::config::Retrieval;
 use crate::index::{Candidate, SearchRequest};
-use crate::rank::{
-    boost_sessions, fuse, jaccard, lend_to_previous, session_best, word_set, Duplicates, Floor, Judge, QueryWords,
-    Ranked,
-};
 use crate::pack::pack_checked;
+use crate::rank::{
+    boost_sessions, fuse, jaccard, lend_to_previous, session_best, word_set, Duplicates, Floor, Judge,
+    QueryWords, Ranked,
+};
 use crate::render::{render, Context, Known, Order};
 use crate::store::{now_micros, ListFilter};
 
@@ -80,9 +80,7 @@ impl InjectionPolicy {
         match name {
             "flag" => Ok(Self::Flag),
             "drop" => Ok(Self::Drop),
-            other => Err(Error::invalid(format!(
-                "on_injection must be \"flag\" or \"drop\", not {other:?}"
-            ))),
+            other => Err(Error::invalid(format!("on_injection must be \"flag\" or \"drop\", not {other:?}"))),
         }
     }
 }
@@ -168,9 +166,10 @@ impl Memory {
         let request = SearchRequest {
             metadata,
             text: query.text.clone(),
-            scopes: query.scopes.as_ref().map(|scopes| {
-                scopes.iter().map(|s| scope_key(s.as_deref()).to_owned()).collect()
-            }),
+            scopes: query
+                .scopes
+                .as_ref()
+                .map(|scopes| scopes.iter().map(|s| scope_key(s.as_deref()).to_owned()).collect()),
             kinds: query.kinds.clone(),
             session_id: query.session_id.clone(),
             since: query.since,
@@ -210,7 +209,8 @@ impl Memory {
             query.budget,
             query.limit.unwrap_or(usize::MAX),
             |ids| {
-                let missing: Vec<i64> = ids.iter().copied().filter(|id| !prefetched.contains_key(id)).collect();
+                let missing: Vec<i64> =
+                    ids.iter().copied().filter(|id| !prefetched.contains_key(id)).collect();
                 let mut fetched = self.store.fetch(&missing)?.into_iter();
                 let entries: Vec<Option<Entry>> = ids
                     .iter()
@@ -223,7 +223,11 @@ impl Memory {
                     Some(judge) => judge.admit(&entries, |prevs| self.entries(prevs, &prefetched))?,
                     None => vec![true; entries.len()],
                 };
-                Ok(entries.into_iter().zip(relevant).map(|(e, ok)| e.map(|e| (Hit::new(e, 0.0), ok))).collect())
+                Ok(entries
+                    .into_iter()
+                    .zip(relevant)
+                    .map(|(e, ok)| e.map(|e| (Hit::new(e, 0.0), ok)))
+                    .collect())
             },
             |(hit, relevant)| {
                 *relevant
@@ -238,7 +242,8 @@ impl Memory {
             .into_iter()
             .map(|(c, (hit, _))| {
                 let explain = query.explain.then(|| {
-                    let (r, diversity) = ordered.iter().find(|(r, _)| r.id == c.id).copied().unwrap_or_default();
+                    let (r, diversity) =
+                        ordered.iter().find(|(r, _)| r.id == c.id).copied().unwrap_or_default();
                     let content = content_bm25.get(&c.id).copied().unwrap_or(0.0).min(r.bm25);
                     Explain {
                         relevance: r.relevance(),
@@ -321,11 +326,7 @@ impl Memory {
     /// below 1): cosine where both entries have vectors, the Jaccard similarity
     /// of their words otherwise. The entries read for it are left in `fetched`
     /// for packing. Near duplicates are refused while packing.
-    fn diversify(
-        &self,
-        ranked: &[Ranked],
-        fetched: &mut HashMap<i64, Entry>,
-    ) -> Result<Vec<(Ranked, f32)>> {
+    fn diversify(&self, ranked: &[Ranked], fetched: &mut HashMap<i64, Entry>) -> Result<Vec<(Ranked, f32)>> {
         let mmr = self.config.mmr;
         let window = mmr.window.min(ranked.len());
         if window < 2 || mmr.lambda >= 1.0 {

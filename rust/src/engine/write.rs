@@ -93,9 +93,13 @@ impl Memory {
             // time. Peak memory follows the chunk, not the batch. The next chunk
             // is prepared while this one is written.
             let retention = self.retention();
-            prepared_ahead(entries, |e| self.prepare(e, now), |chunks| {
-                self.store.insert_chunks(chunks, retention.as_ref(), |_, w| written.extend_from_slice(w))
-            })?;
+            prepared_ahead(
+                entries,
+                |e| self.prepare(e, now),
+                |chunks| {
+                    self.store.insert_chunks(chunks, retention.as_ref(), |_, w| written.extend_from_slice(w))
+                },
+            )?;
             self.index.follow(&self.store, Follow::Merged)?;
             self.nudge_flusher();
         }
@@ -369,13 +373,17 @@ mod tests {
     #[test]
     fn chunks_prepared_ahead_arrive_whole_and_in_order() {
         let items: Vec<usize> = (0..SAVE_CHUNK * 3 + 7).collect();
-        let out = prepared_ahead(items, |i| i * 2, |chunks| {
-            chunks.map(|c| c.map(|c| c.len())).collect::<Result<Vec<usize>>>()
-        });
+        let out = prepared_ahead(
+            items,
+            |i| i * 2,
+            |chunks| chunks.map(|c| c.map(|c| c.len())).collect::<Result<Vec<usize>>>(),
+        );
         assert_eq!(out.unwrap(), vec![SAVE_CHUNK, SAVE_CHUNK, SAVE_CHUNK, 7]);
-        let doubled = prepared_ahead((0..SAVE_CHUNK + 3).collect(), |i: usize| i * 2, |chunks| {
-            Ok(chunks.map(|c| c.unwrap()).flatten().collect::<Vec<usize>>())
-        });
+        let doubled = prepared_ahead(
+            (0..SAVE_CHUNK + 3).collect(),
+            |i: usize| i * 2,
+            |chunks| Ok(chunks.map(|c| c.unwrap()).flatten().collect::<Vec<usize>>()),
+        );
         assert_eq!(doubled.unwrap(), (0..SAVE_CHUNK + 3).map(|i| i * 2).collect::<Vec<_>>());
     }
 
@@ -383,16 +391,20 @@ mod tests {
     fn a_chunk_that_failed_to_prepare_reaches_the_writer_as_an_error() {
         let seen = Mutex::new(Vec::new());
         let outcome = std::panic::catch_unwind(|| {
-            prepared_ahead((0..SAVE_CHUNK * 3).collect(), |i: usize| {
-                assert!(i != SAVE_CHUNK * 2 + 5, "cannot prepare item {i}");
-                i
-            }, |chunks| {
-                for chunk in chunks {
-                    seen.lock().unwrap().push(chunk.is_ok());
-                    chunk?;
-                }
-                Ok(())
-            })
+            prepared_ahead(
+                (0..SAVE_CHUNK * 3).collect(),
+                |i: usize| {
+                    assert!(i != SAVE_CHUNK * 2 + 5, "cannot prepare item {i}");
+                    i
+                },
+                |chunks| {
+                    for chunk in chunks {
+                        seen.lock().unwrap().push(chunk.is_ok());
+                        chunk?;
+                    }
+                    Ok(())
+                },
+            )
         });
         // The writer saw two good chunks and then an error (so a transaction
         // would roll back), and the panic went on to the caller as it was.

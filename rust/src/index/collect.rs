@@ -85,8 +85,7 @@ impl SegmentTopK {
             return self.threshold();
         }
         let id = cols.id.get_val(doc);
-        let beats_worst =
-            worst.is_none_or(|w| score.total_cmp(&w.score).then(id.cmp(&w.id)).is_gt());
+        let beats_worst = worst.is_none_or(|w| score.total_cmp(&w.score).then(id.cmp(&w.id)).is_gt());
         if beats_worst && !self.tombstones.contains_key(&id) && cols.expires.get_val(doc) > self.now {
             let candidate = ByScore(Candidate {
                 id,

@@ -59,7 +59,11 @@ impl Dense {
         if self.dim == 0 {
             self.dim = vector.len();
         } else if vector.len() != self.dim {
-            log::warn!("entry {id}: a {}-dimensional vector among {}-dimensional ones is ignored", vector.len(), self.dim);
+            log::warn!(
+                "entry {id}: a {}-dimensional vector among {}-dimensional ones is ignored",
+                vector.len(),
+                self.dim
+            );
             return;
         }
         let key = scope_key(entry.scope.as_deref()).to_owned();

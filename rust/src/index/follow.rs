@@ -5,8 +5,8 @@
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
-use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
 use tantivy::index::SegmentId;
+use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
 use tantivy::Term;
 
 use super::neighbours::Neighbours;
@@ -229,12 +229,8 @@ impl SearchIndex {
         let mut guard = self.writer.lock();
         let writer = guard.as_mut().ok_or(Error::Closed)?;
         writer.set_merge_policy(Box::new(LogMergePolicy::default()));
-        let new: Vec<SegmentId> = writer
-            .index()
-            .searchable_segment_ids()?
-            .into_iter()
-            .filter(|id| !before.contains(id))
-            .collect();
+        let new: Vec<SegmentId> =
+            writer.index().searchable_segment_ids()?.into_iter().filter(|id| !before.contains(id)).collect();
         if new.len() > 1 {
             writer.merge(&new).wait()?;
             // Still holding the writer: a flush cannot commit and trim the tail
@@ -292,5 +288,4 @@ impl SearchIndex {
         self.applied.store(last, Ordering::Release);
         Ok(())
     }
-
 }

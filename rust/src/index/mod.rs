@@ -30,19 +30,19 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use tantivy::{Index, IndexReader, IndexWriter, Searcher, TantivyDocument, Term};
 
-use collect::SegmentColumns;
 use crate::error::{Error, Result};
 use crate::store::{Change, ChangeOp, Store};
+use collect::SegmentColumns;
 
+pub use candidate::Candidate;
+use dense::{Dense, Neighbour};
 pub use flusher::Flusher;
 pub use follow::Follow;
-pub use candidate::Candidate;
-pub use search::SearchRequest;
-use schema::{Extra, Fields};
-use tail::Tail;
-use dense::{Dense, Neighbour};
 use health::Health;
 use identity::Stamp;
+use schema::{Extra, Fields};
+pub use search::SearchRequest;
+use tail::Tail;
 
 const WRITER_MEMORY: usize = 64 * 1024 * 1024;
 
@@ -296,7 +296,6 @@ impl SearchIndex {
         Ok(())
     }
 }
-
 
 fn commit(writer: &mut IndexWriter<TantivyDocument>, stamp: &Stamp) -> Result<()> {
     let mut prepared = writer.prepare_commit()?;

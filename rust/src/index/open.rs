@@ -32,13 +32,16 @@ impl SearchIndex {
         let (index, closed_cleanly) = match dir {
             None => (Self::create(None, &store, &database)?, false),
             Some(dir) => {
-                let opened = shielded("opening the search index", || Self::open_dir(dir, &store, &database, head));
+                let opened =
+                    shielded("opening the search index", || Self::open_dir(dir, &store, &database, head));
                 let untrusted = |why: &dyn std::fmt::Display| {
                     log::warn!("rebuilding the search index at {}: {why}", dir.display());
                     Self::create(Some(dir), &store, &database).map(|index| (index.owning(Some(dir)), false))
                 };
                 match opened {
-                    Ok(Opened::Trusted(index, payload)) => (index.owning(Some(dir)), clean::take(dir, &payload)),
+                    Ok(Opened::Trusted(index, payload)) => {
+                        (index.owning(Some(dir)), clean::take(dir, &payload))
+                    }
                     Ok(Opened::Untrusted(why)) => untrusted(&why)?,
                     Err(Error::Index(tantivy::TantivyError::LockFailure(..))) => {
                         // Another process owns this index directory: keep a private
@@ -86,7 +89,9 @@ impl SearchIndex {
             None => return Ok(Opened::Untrusted("its commit names no database".into())),
             Some(payload) => {
                 let Some(stamp) = Stamp::parse(&payload) else {
-                    return Ok(Opened::Untrusted(format!("its commit does not name a database ({payload:?})")));
+                    return Ok(Opened::Untrusted(format!(
+                        "its commit does not name a database ({payload:?})"
+                    )));
                 };
                 if let Some(why) = stamp.refuted_by(store, database, head)? {
                     return Ok(Opened::Untrusted(why));

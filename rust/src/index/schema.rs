@@ -42,9 +42,7 @@ pub struct Fields {
 pub fn build() -> (Schema, Fields) {
     let mut builder = Schema::builder();
     let text_options = TextOptions::default().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer(ANALYZER)
-            .set_index_option(IndexRecordOption::WithFreqs),
+        TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqs),
     );
     let fields = Fields {
         // Indexed so that a delete by id really removes the document.
@@ -78,15 +76,106 @@ pub fn analyzer() -> TextAnalyzer {
 /// `Retrieval::stopword_weight` (the index keeps every word), so "what did she
 /// say about the trip" ranks mostly by "say" and "trip". Matched before stemming.
 pub const QUERY_STOPWORDS: &[&str] = &[
-    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
-    "because", "been", "before", "being", "both", "but", "by", "can", "could", "did", "do",
-    "does", "doing", "done", "during", "each", "for", "from", "had", "has", "have", "having",
-    "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in",
-    "into", "is", "it", "its", "itself", "me", "might", "my", "myself", "of", "on", "or",
-    "our", "ours", "she", "should", "so", "some", "such", "than", "that", "the", "their",
-    "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "to",
-    "us", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom",
-    "whose", "why", "will", "with", "would", "you", "your", "yours", "yourself",
+    "a",
+    "about",
+    "after",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "done",
+    "during",
+    "each",
+    "for",
+    "from",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "me",
+    "might",
+    "my",
+    "myself",
+    "of",
+    "on",
+    "or",
+    "our",
+    "ours",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "to",
+    "us",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "whose",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
 ];
 
 /// Lowercased words before stemming, for telling function words apart.
@@ -123,8 +212,18 @@ pub fn field_terms(analyzer: &mut TextAnalyzer, entry: &Entry, extra: &Extra) ->
 }
 
 const MONTHS: [&str; 12] = [
-    "january", "february", "march", "april", "may", "june", "july", "august", "september",
-    "october", "november", "december",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
 ];
 
 /// A timestamp's UTC date as words: day of month, month name, year.
@@ -189,15 +288,11 @@ pub fn document(fields: &Fields, entry: &Entry, extra: &Extra) -> TantivyDocumen
 /// The filterable terms of a metadata object: one `key=<json>` per top-level
 /// scalar value, in serde_json's canonical form.
 pub fn metadata_terms(metadata: Option<&str>) -> Vec<String> {
-    let Some(Ok(serde_json::Value::Object(map))) =
-        metadata.map(serde_json::from_str::<serde_json::Value>)
+    let Some(Ok(serde_json::Value::Object(map))) = metadata.map(serde_json::from_str::<serde_json::Value>)
     else {
         return Vec::new();
     };
-    map.iter()
-        .filter(|(_, v)| !v.is_object() && !v.is_array())
-        .map(|(k, v)| metadata_term(k, v))
-        .collect()
+    map.iter().filter(|(_, v)| !v.is_object() && !v.is_array()).map(|(k, v)| metadata_term(k, v)).collect()
 }
 
 pub fn metadata_term(key: &str, value: &serde_json::Value) -> String {

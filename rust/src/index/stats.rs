@@ -16,8 +16,7 @@ pub struct CombinedStats<'a> {
 
 impl CombinedStats<'_> {
     pub fn num_docs(&self) -> u64 {
-        let committed: u64 =
-            self.searcher.segment_readers().iter().map(|s| u64::from(s.max_doc())).sum();
+        let committed: u64 = self.searcher.segment_readers().iter().map(|s| u64::from(s.max_doc())).sum();
         committed + self.tail.num_docs()
     }
 

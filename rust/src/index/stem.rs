@@ -106,7 +106,12 @@ mod tests {
     fn stems_as_tantivy_does_the_first_time_and_every_time_after() {
         let text = "Running runners ran; the generously generalized generalizations \
                     running again, caresses ponies ties, internationalizationalistically";
-        let ours = || TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).filter(EnglishStemmer).build();
+        let ours = || {
+            TextAnalyzer::builder(SimpleTokenizer::default())
+                .filter(LowerCaser)
+                .filter(EnglishStemmer)
+                .build()
+        };
         let theirs = TextAnalyzer::builder(SimpleTokenizer::default())
             .filter(LowerCaser)
             .filter(tantivy::tokenizer::Stemmer::new(Language::English))

@@ -62,7 +62,8 @@ impl<'a> Judge<'a> {
         entries: &[Option<Entry>],
         lookup: impl FnOnce(&[i64]) -> Result<Vec<Option<Entry>>>,
     ) -> Result<Vec<bool>> {
-        let own: Vec<bool> = entries.iter().map(|e| e.as_ref().is_some_and(|e| self.clears_alone(e))).collect();
+        let own: Vec<bool> =
+            entries.iter().map(|e| e.as_ref().is_some_and(|e| self.clears_alone(e))).collect();
         let mut wanted: Vec<i64> = Vec::new();
         for (entry, &own) in entries.iter().zip(&own) {
             if let (Some(entry), false) = (entry, own) {

@@ -179,11 +179,7 @@ mod tests {
             r
         };
         // BM25 10 / 5 / 4 -> 1 / 1/6 / 0, recency left out; dense-only 0.
-        let lexical = [
-            cand(1, 10.0),
-            Candidate { score: 10.0, recency: 2.0, ..cand(2, 0.0) },
-            cand(3, 4.0),
-        ];
+        let lexical = [cand(1, 10.0), Candidate { score: 10.0, recency: 2.0, ..cand(2, 0.0) }, cand(3, 4.0)];
         let dense = [near(3, 0.9), near(2, 0.5), near(5, 0.4), near(1, 0.1)];
         let got = relevance(&lexical, &dense);
         let want = [(1, 0.7 + 0.03), (2, 0.7 / 6.0 + 0.15), (3, 0.27), (5, 0.12)];

@@ -190,7 +190,14 @@ mod tests {
     fn ranked(scores: &[f32]) -> Vec<Ranked> {
         (0_i64..)
             .zip(scores)
-            .map(|(id, &score)| Ranked { id, score, tokens: 1, recency: 1.0, bm25: score, ..Ranked::default() })
+            .map(|(id, &score)| Ranked {
+                id,
+                score,
+                tokens: 1,
+                recency: 1.0,
+                bm25: score,
+                ..Ranked::default()
+            })
             .collect()
     }
 

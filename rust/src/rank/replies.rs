@@ -32,7 +32,15 @@ mod tests {
     use super::*;
 
     fn turn(id: i64, relevance: f32, prev: i64) -> Ranked {
-        Ranked { id, score: relevance * 2.0, tokens: 1, recency: 2.0, bm25: relevance, prev, ..Ranked::default() }
+        Ranked {
+            id,
+            score: relevance * 2.0,
+            tokens: 1,
+            recency: 2.0,
+            bm25: relevance,
+            prev,
+            ..Ranked::default()
+        }
     }
 
     #[test]
@@ -51,6 +59,9 @@ mod tests {
     fn a_previous_turn_outside_the_candidates_gets_nothing() {
         let mut ranked = vec![turn(5, 1.0, 4), turn(6, 0.5, 0)];
         lend_to_previous(&mut ranked, 0.5);
-        assert_eq!(ranked.iter().map(|r| (r.id, r.relevance())).collect::<Vec<_>>(), vec![(5, 1.0), (6, 0.5)]);
+        assert_eq!(
+            ranked.iter().map(|r| (r.id, r.relevance())).collect::<Vec<_>>(),
+            vec![(5, 1.0), (6, 0.5)]
+        );
     }
 }

@@ -80,7 +80,9 @@ impl QueryWords {
     pub fn found_in(&mut self, entry: &Entry) -> bool {
         self.in_text(&entry.content)
             || (!self.dates.is_empty()
-                && terms(&mut self.analyzer, &date_text(entry.timestamp)).iter().any(|t| self.dates.contains(t)))
+                && terms(&mut self.analyzer, &date_text(entry.timestamp))
+                    .iter()
+                    .any(|t| self.dates.contains(t)))
     }
 
     /// Each word of `text` (split where the index's tokenizer splits: at what
@@ -209,8 +211,25 @@ mod tests {
         let query = "Éclair ıstanbul die sky tie lie cri ski by is a i";
         let mut q = QueryWords::new(query, 1.0);
         for text in [
-            "ÉCLAIRS", "dying", "LYING", "tying", "the skies", "skis", "cry", "cries", "İstanbul",
-            "x-ray éclair", "BY", "is", "A", "I", "as", "ties", "lies", "dyeing", "skying",
+            "ÉCLAIRS",
+            "dying",
+            "LYING",
+            "tying",
+            "the skies",
+            "skis",
+            "cry",
+            "cries",
+            "İstanbul",
+            "x-ray éclair",
+            "BY",
+            "is",
+            "A",
+            "I",
+            "as",
+            "ties",
+            "lies",
+            "dyeing",
+            "skying",
         ] {
             assert_eq!(q.in_text(text), analysed_holds(&q, text), "{text}");
         }

@@ -95,34 +95,18 @@ const PW_LABEL: &str = "password_assignment";
 const SECRET_LABEL: &str = "secret_assignment";
 
 pub(crate) const RULES: &[Rule] = &[
-    Rule::secret(
-        PW_LABEL,
-        ASSIGNMENT + 1,
-        concat!(name_start!(), pw_name!(), quoted_tail!()),
-    )
-    .keywords(PW)
-    .check(pw_quoted),
-    Rule::secret(
-        PW_LABEL,
-        ASSIGNMENT + 1,
-        concat!(env_head!(), pw_name!(), env_tail!()),
-    )
-    .keywords(PW)
-    .check(pw_env),
-    Rule::secret(
-        PW_LABEL,
-        ASSIGNMENT + 1,
-        concat!(yaml_head!(), pw_name!(), yaml_tail!()),
-    )
-    .keywords(PW)
-    .check(pw_yaml),
-    Rule::secret(
-        PW_LABEL,
-        ASSIGNMENT + 1,
-        concat!(flag_head!(), pw_flag!(), flag_tail!()),
-    )
-    .keywords(PW)
-    .check(pw_flag),
+    Rule::secret(PW_LABEL, ASSIGNMENT + 1, concat!(name_start!(), pw_name!(), quoted_tail!()))
+        .keywords(PW)
+        .check(pw_quoted),
+    Rule::secret(PW_LABEL, ASSIGNMENT + 1, concat!(env_head!(), pw_name!(), env_tail!()))
+        .keywords(PW)
+        .check(pw_env),
+    Rule::secret(PW_LABEL, ASSIGNMENT + 1, concat!(yaml_head!(), pw_name!(), yaml_tail!()))
+        .keywords(PW)
+        .check(pw_yaml),
+    Rule::secret(PW_LABEL, ASSIGNMENT + 1, concat!(flag_head!(), pw_flag!(), flag_tail!()))
+        .keywords(PW)
+        .check(pw_flag),
     // `mysql -u root -pS3cret`: the one common CLI that glues the password to `-p`.
     Rule::secret(
         PW_LABEL,
@@ -131,34 +115,18 @@ pub(crate) const RULES: &[Rule] = &[
     )
     .keywords(&["mysql"])
     .check(mysql),
-    Rule::secret(
-        SECRET_LABEL,
-        ASSIGNMENT,
-        concat!(name_start!(), secret_name!(), quoted_tail!()),
-    )
-    .keywords(SECRET)
-    .check(secret_quoted),
-    Rule::secret(
-        SECRET_LABEL,
-        ASSIGNMENT,
-        concat!(env_head!(), secret_name!(), env_tail!()),
-    )
-    .keywords(SECRET)
-    .check(secret_unquoted),
-    Rule::secret(
-        SECRET_LABEL,
-        ASSIGNMENT,
-        concat!(yaml_head!(), secret_name!(), yaml_tail!()),
-    )
-    .keywords(SECRET)
-    .check(secret_unquoted),
-    Rule::secret(
-        SECRET_LABEL,
-        ASSIGNMENT,
-        concat!(flag_head!(), secret_flag!(), flag_tail!()),
-    )
-    .keywords(SECRET)
-    .check(secret_flag),
+    Rule::secret(SECRET_LABEL, ASSIGNMENT, concat!(name_start!(), secret_name!(), quoted_tail!()))
+        .keywords(SECRET)
+        .check(secret_quoted),
+    Rule::secret(SECRET_LABEL, ASSIGNMENT, concat!(env_head!(), secret_name!(), env_tail!()))
+        .keywords(SECRET)
+        .check(secret_unquoted),
+    Rule::secret(SECRET_LABEL, ASSIGNMENT, concat!(yaml_head!(), secret_name!(), yaml_tail!()))
+        .keywords(SECRET)
+        .check(secret_unquoted),
+    Rule::secret(SECRET_LABEL, ASSIGNMENT, concat!(flag_head!(), secret_flag!(), flag_tail!()))
+        .keywords(SECRET)
+        .check(secret_flag),
 ];
 
 /// The label a JSON object field gets when its key names a secret and its string
@@ -267,10 +235,8 @@ fn glue<'h>(caps: &Captures<'h>, after: &str) -> &'h str {
     let (Some(whole), Some(a)) = (caps.get(0), caps.name(after)) else {
         return "";
     };
-    let secret_start = ["s1", "s2", "s3", "s4"]
-        .iter()
-        .find_map(|g| caps.name(g))
-        .map_or(a.end(), |m| m.start());
+    let secret_start =
+        ["s1", "s2", "s3", "s4"].iter().find_map(|g| caps.name(g)).map_or(a.end(), |m| m.start());
     let from = a.end() - whole.start();
     let to = secret_start.saturating_sub(whole.start());
     whole.as_str().get(from..to).unwrap_or("")
@@ -309,18 +275,15 @@ pub(crate) fn unquoted_literal(v: &str) -> bool {
         || v.contains(['(', ')'])
         || v.contains("->")
         || v.contains("::")
-        || v.starts_with([
-            '*', '&', '!', '[', '{', '<', ':', '@', '?', '.', '=', '|', '>', '\\', '-',
-        ])
+        || v.starts_with(['*', '&', '!', '[', '{', '<', ':', '@', '?', '.', '=', '|', '>', '\\', '-'])
         || v.ends_with([',', ';', '{', '[', '\\', ':', '+'])
     {
         return false;
     }
     // `os.environ`, `self.password`, `tokens[i]`: field access and indexing.
     let dotted = v.contains('.') && v.split('.').all(is_identifier);
-    let indexed = v
-        .split_once('[')
-        .is_some_and(|(head, _)| is_identifier(head) || head.split('.').all(is_identifier));
+    let indexed =
+        v.split_once('[').is_some_and(|(head, _)| is_identifier(head) || head.split('.').all(is_identifier));
     if dotted || indexed {
         return false;
     }
@@ -352,9 +315,7 @@ fn is_symbol(b: u8) -> bool {
 
 /// `PASSWORD`, `API_KEY`: the placeholder a usage line shows for a flag's value.
 fn is_metavar(v: &str) -> bool {
-    has_letter(v)
-        && v.bytes()
-            .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
+    has_letter(v) && v.bytes().all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
 }
 
 fn is_keyword(v: &str) -> bool {
@@ -408,10 +369,7 @@ mod tests {
     #[test]
     fn json_fields_use_the_key_as_context() {
         assert_eq!(json_field_label("password", "hunter2"), Some(PW_LABEL));
-        assert_eq!(
-            json_field_label("apiKey", "a8f3b2c9d1e0"),
-            Some(SECRET_LABEL)
-        );
+        assert_eq!(json_field_label("apiKey", "a8f3b2c9d1e0"), Some(SECRET_LABEL));
         assert_eq!(json_field_label("password", "password"), None);
         assert_eq!(json_field_label("token", "NAME"), None);
         assert_eq!(json_field_label("title", "hunter2"), None);

@@ -130,10 +130,7 @@ fn relabel(label: Option<&'static str>, v: &str) -> Verdict {
 }
 
 fn env_inline(caps: &Captures<'_>, v: &str) -> Verdict {
-    relabel(
-        assigned(group(caps, "name"), v, caps.name("s3").is_none()),
-        v,
-    )
+    relabel(assigned(group(caps, "name"), v, caps.name("s3").is_none()), v)
 }
 
 fn xml_element(caps: &Captures<'_>, v: &str) -> Verdict {
@@ -151,10 +148,8 @@ fn literal(_: &Captures<'_>, v: &str) -> Verdict {
 
 fn htpasswd(caps: &Captures<'_>, v: &str, no_file: bool) -> Verdict {
     let flags = group(caps, "flags");
-    let ok = flags.contains('b')
-        && flags.contains('n') == no_file
-        && !is_reference(v)
-        && !is_placeholder_word(v);
+    let ok =
+        flags.contains('b') && flags.contains('n') == no_file && !is_reference(v) && !is_placeholder_word(v);
     verdict(ok)
 }
 
@@ -200,15 +195,10 @@ fn cookie(_: &Captures<'_>, header: &str) -> Verdict {
         let Some((name, value)) = pair.split_once('=') else {
             continue;
         };
-        let (name, value) = (
-            name.trim().to_ascii_lowercase(),
-            value.trim().trim_matches('"'),
-        );
-        let session_name = [
-            "sess", "sid", "auth", "token", "jwt", "remember", "login", "csrf", "xsrf",
-        ]
-        .iter()
-        .any(|w| name.contains(w));
+        let (name, value) = (name.trim().to_ascii_lowercase(), value.trim().trim_matches('"'));
+        let session_name = ["sess", "sid", "auth", "token", "jwt", "remember", "login", "csrf", "xsrf"]
+            .iter()
+            .any(|w| name.contains(w));
         if (session_name && value.len() >= 6 && !is_reference(value)) || looks_like_secret(value) {
             found = true;
             break;

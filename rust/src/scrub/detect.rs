@@ -1,11 +1,11 @@
 //! Compiles the rule tables once and turns a text into non-overlapping findings:
 //! prefilter, then each candidate rule's regex and check, then overlap resolution.
 
+use super::fold::fold;
 use super::prefilter::{Mask, Prefilter, MAX_RULES};
 use super::redact::{mask, placeholder_spans, OPEN};
 use super::rule::{Check, Class, Rule, Verdict};
 use super::window::{windows, Lines, WHOLE_TEXT_MAX};
-use super::fold::fold;
 use super::{assignment, commands, entropy, known, patterns, pii, prose, Finding};
 use regex::{Regex, RegexBuilder};
 use std::collections::BTreeMap;
@@ -114,11 +114,7 @@ impl Detector {
         if candidates == 0 {
             return Vec::new();
         }
-        let blocked = if text.contains(OPEN) {
-            placeholder_spans(text)
-        } else {
-            Vec::new()
-        };
+        let blocked = if text.contains(OPEN) { placeholder_spans(text) } else { Vec::new() };
         let masked;
         let haystack = if blocked.is_empty() {
             text
@@ -160,10 +156,7 @@ impl Detector {
                 rule.run(i, haystack, 0..haystack.len(), blocked, out);
                 continue;
             }
-            let near = hits
-                .iter()
-                .filter(|h| h.rules & bit != 0)
-                .map(|h| (h.start, h.end));
+            let near = hits.iter().filter(|h| h.rules & bit != 0).map(|h| (h.start, h.end));
             for (start, end) in windows(haystack, &lines, near) {
                 rule.run(i, haystack, start..end, blocked, out);
             }
@@ -217,11 +210,7 @@ impl Compiled {
             let Some(whole) = caps.get(0) else {
                 break;
             };
-            let secret = self
-                .secret_groups
-                .iter()
-                .find_map(|&g| caps.get(g))
-                .unwrap_or(whole);
+            let secret = self.secret_groups.iter().find_map(|&g| caps.get(g)).unwrap_or(whole);
             // `blocked` is sorted and disjoint, so its ends are sorted too: one
             // binary search finds the only span that can overlap (linear scans made
             // secret-dense texts quadratic).
@@ -247,11 +236,7 @@ impl Compiled {
             };
             if end > secret.start() && text.is_char_boundary(end) {
                 out.push(Candidate {
-                    finding: Finding {
-                        label,
-                        start: base + secret.start(),
-                        end: base + end,
-                    },
+                    finding: Finding { label, start: base + secret.start(), end: base + end },
                     priority: self.priority,
                     rule: index,
                 });
@@ -265,10 +250,7 @@ impl Compiled {
 
 /// The byte offset of the character after the one at `i` (or `len + 1` at the end).
 fn next_char(s: &str, i: usize) -> usize {
-    s[i..]
-        .chars()
-        .next()
-        .map_or(s.len() + 1, |c| i + c.len_utf8())
+    s[i..].chars().next().map_or(s.len() + 1, |c| i + c.len_utf8())
 }
 
 /// The first char boundary at or after `i` (or `i` itself past the end).
@@ -308,11 +290,7 @@ mod tests {
     use super::*;
 
     fn cand(label: &'static str, start: usize, end: usize, priority: u8) -> Candidate {
-        Candidate {
-            finding: Finding { label, start, end },
-            priority,
-            rule: 0,
-        }
+        Candidate { finding: Finding { label, start, end }, priority, rule: 0 }
     }
 
     #[test]
@@ -333,9 +311,7 @@ mod tests {
         assert!(detector.rules.len() <= MAX_RULES);
         for rule in &detector.rules {
             assert!(
-                rule.label
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                rule.label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
                 "{}",
                 rule.label
             );

@@ -84,15 +84,8 @@ fn piece_is_wordish(p: &str) -> bool {
     // Lowercase: a word with a number in it ("sqlite3changeset", "utf8"), at most
     // three letter/digit runs with a real word among them. Random hex or base36
     // ("4a2d138d") alternates far more.
-    let runs = 1 + b
-        .windows(2)
-        .filter(|w| w[0].is_ascii_digit() != w[1].is_ascii_digit())
-        .count();
-    let longest_letters = b
-        .split(u8::is_ascii_digit)
-        .map(<[u8]>::len)
-        .max()
-        .unwrap_or(0);
+    let runs = 1 + b.windows(2).filter(|w| w[0].is_ascii_digit() != w[1].is_ascii_digit()).count();
+    let longest_letters = b.split(u8::is_ascii_digit).map(<[u8]>::len).max().unwrap_or(0);
     runs <= 3 && longest_letters >= 4 || runs <= 2 && b[0].is_ascii_alphabetic()
 }
 
@@ -103,8 +96,8 @@ fn humps(b: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut i = 1;
     std::iter::from_fn(move || {
         while i < b.len() {
-            let cut = b[i].is_ascii_uppercase()
-                && (b[i - 1].is_ascii_lowercase() || b[i - 1].is_ascii_digit());
+            let cut =
+                b[i].is_ascii_uppercase() && (b[i - 1].is_ascii_lowercase() || b[i - 1].is_ascii_digit());
             i += 1;
             if cut {
                 let hump = &b[start..i - 1];
@@ -126,10 +119,7 @@ fn humps(b: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// full of short humps (`Tf`, `Li`, `aB3d`, `LSKBp`) that this rejects.
 fn hump_is_word(h: &[u8]) -> bool {
     let upper = h.iter().take_while(|c| c.is_ascii_uppercase()).count();
-    let lower = h[upper..]
-        .iter()
-        .take_while(|c| c.is_ascii_lowercase())
-        .count();
+    let lower = h[upper..].iter().take_while(|c| c.is_ascii_lowercase()).count();
     if !h[upper + lower..].iter().all(u8::is_ascii_digit) {
         return false;
     }
@@ -145,8 +135,8 @@ fn hump_is_word(h: &[u8]) -> bool {
 }
 
 const COMMON_TWO_LETTER: &[&str] = &[
-    "id", "on", "to", "of", "by", "is", "at", "in", "ok", "up", "go", "do", "no", "or", "as", "if",
-    "my", "we", "me", "be", "an", "it", "us", "ex", "db", "fs", "io", "os", "ui", "js",
+    "id", "on", "to", "of", "by", "is", "at", "in", "ok", "up", "go", "do", "no", "or", "as", "if", "my",
+    "we", "me", "be", "an", "it", "us", "ex", "db", "fs", "io", "os", "ui", "js",
 ];
 
 /// For the generic rule: at least 20 bytes of ASCII with letters and digits, not
@@ -179,10 +169,7 @@ fn is_counting(hex: &str) -> bool {
         .chunks_exact(2)
         .filter_map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
         .collect();
-    let steps = bytes
-        .windows(2)
-        .filter(|w| w[1] == w[0].wrapping_add(1))
-        .count();
+    let steps = bytes.windows(2).filter(|w| w[1] == w[0].wrapping_add(1)).count();
     bytes.len() >= 8 && steps + 2 >= bytes.len()
 }
 

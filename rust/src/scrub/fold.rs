@@ -65,18 +65,10 @@ pub(crate) fn fold(text: &str) -> Option<Folded> {
         };
         if replaced {
             if copy_from < i {
-                pieces.push(Piece {
-                    view: out.len(),
-                    orig: copy_from,
-                    copied: true,
-                });
+                pieces.push(Piece { view: out.len(), orig: copy_from, copied: true });
                 out.push_str(&text[copy_from..i]);
             }
-            pieces.push(Piece {
-                view: out.len(),
-                orig: i,
-                copied: false,
-            });
+            pieces.push(Piece { view: out.len(), orig: i, copied: false });
             out.push_str(&scratch);
             copy_from = i + unit_len;
         }
@@ -86,18 +78,10 @@ pub(crate) fn fold(text: &str) -> Option<Folded> {
         return None;
     }
     if copy_from < text.len() {
-        pieces.push(Piece {
-            view: out.len(),
-            orig: copy_from,
-            copied: true,
-        });
+        pieces.push(Piece { view: out.len(), orig: copy_from, copied: true });
         out.push_str(&text[copy_from..]);
     }
-    Some(Folded {
-        text: out,
-        pieces,
-        orig_len: text.len(),
-    })
+    Some(Folded { text: out, pieces, orig_len: text.len() })
 }
 
 /// The offset of the first byte at or after `from` that is non-ASCII or `%`: eight
@@ -116,10 +100,7 @@ fn next_special(bytes: &[u8], from: usize) -> Option<usize> {
         }
         i += 8;
     }
-    bytes[i..]
-        .iter()
-        .position(|&b| b >= 0x80 || b == b'%')
-        .map(|n| i + n)
+    bytes[i..].iter().position(|&b| b >= 0x80 || b == b'%').map(|n| i + n)
 }
 
 /// Whether `c` changes in the view; if so its replacement is left in `out`.

@@ -33,10 +33,7 @@ fn scrub_object(scrubber: &Scrubber, map: &mut Map<String, Value>) {
         }
         scrub_value(scrubber, value);
     }
-    if !map
-        .keys()
-        .any(|k| matches!(scrubber.scrub(k), Cow::Owned(_)))
-    {
+    if !map.keys().any(|k| matches!(scrubber.scrub(k), Cow::Owned(_))) {
         return;
     }
     // Rebuilt in order: removing and re-inserting a key would move it to the end.
@@ -48,12 +45,8 @@ fn scrub_object(scrubber: &Scrubber, map: &mut Map<String, Value>) {
             Cow::Borrowed(_) => None,
         })
         .collect();
-    let mut taken: std::collections::HashSet<String> = entries
-        .iter()
-        .zip(&clean)
-        .filter(|(_, c)| c.is_none())
-        .map(|((k, _), _)| k.clone())
-        .collect();
+    let mut taken: std::collections::HashSet<String> =
+        entries.iter().zip(&clean).filter(|(_, c)| c.is_none()).map(|((k, _), _)| k.clone()).collect();
     for ((key, value), clean) in entries.into_iter().zip(clean) {
         let key = match clean {
             None => key,
@@ -81,12 +74,8 @@ mod tests {
     #[test]
     fn renamed_keys_keep_their_place() {
         let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
-        let mut value: Value =
-            serde_json::from_str(&format!(r#"{{"z":1,"{token}":2,"a":3}}"#)).unwrap();
+        let mut value: Value = serde_json::from_str(&format!(r#"{{"z":1,"{token}":2,"a":3}}"#)).unwrap();
         scrub_value(&Scrubber::default(), &mut value);
-        assert_eq!(
-            value.to_string(),
-            r#"{"z":1,"[REDACTED:github_token]":2,"a":3}"#
-        );
+        assert_eq!(value.to_string(), r#"{"z":1,"[REDACTED:github_token]":2,"a":3}"#);
     }
 }

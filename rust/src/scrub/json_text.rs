@@ -30,11 +30,7 @@ enum Role {
 }
 
 enum Frame {
-    Object {
-        expect_key: bool,
-        last_key: Option<usize>,
-        id: usize,
-    },
+    Object { expect_key: bool, last_key: Option<usize>, id: usize },
     Array,
 }
 
@@ -60,11 +56,7 @@ fn scan(text: &str) -> Option<Vec<Literal>> {
         match bytes[i] {
             b' ' | b'\t' | b'\n' | b'\r' => i += 1,
             b'{' => {
-                stack.push(Frame::Object {
-                    expect_key: true,
-                    last_key: None,
-                    id: objects,
-                });
+                stack.push(Frame::Object { expect_key: true, last_key: None, id: objects });
                 objects += 1;
                 i += 1;
             }
@@ -90,23 +82,14 @@ fn scan(text: &str) -> Option<Vec<Literal>> {
                 let end = string_end(bytes, i)?;
                 let index = literals.len();
                 let role = match stack.last_mut() {
-                    Some(Frame::Object {
-                        expect_key: true,
-                        last_key,
-                        id,
-                        ..
-                    }) => {
+                    Some(Frame::Object { expect_key: true, last_key, id, .. }) => {
                         *last_key = Some(index);
                         Role::Key { object: *id }
                     }
                     Some(Frame::Object { last_key, .. }) => Role::Value { key: *last_key },
                     _ => Role::Value { key: None },
                 };
-                literals.push(Literal {
-                    start: i,
-                    end,
-                    role,
-                });
+                literals.push(Literal { start: i, end, role });
                 i = end;
             }
             // Numbers, true, false, null: their bytes are never touched.
@@ -117,16 +100,7 @@ fn scan(text: &str) -> Option<Vec<Literal>> {
                     .take_while(|b| {
                         !matches!(
                             b,
-                            b' ' | b'\t'
-                                | b'\n'
-                                | b'\r'
-                                | b','
-                                | b':'
-                                | b']'
-                                | b'}'
-                                | b'"'
-                                | b'{'
-                                | b'['
+                            b' ' | b'\t' | b'\n' | b'\r' | b',' | b':' | b']' | b'}' | b'"' | b'{' | b'['
                         )
                     })
                     .count();
@@ -161,11 +135,7 @@ fn decode<'t>(text: &'t str, lit: &Literal) -> Option<Cow<'t, str>> {
 }
 
 /// The new value of each literal that changes, by literal index.
-fn replacements(
-    scrubber: &Scrubber,
-    text: &str,
-    literals: &[Literal],
-) -> Option<Vec<(usize, String)>> {
+fn replacements(scrubber: &Scrubber, text: &str, literals: &[Literal]) -> Option<Vec<(usize, String)>> {
     let mut changes = Vec::new();
     let mut renamed_objects: Vec<usize> = Vec::new();
     for (index, lit) in literals.iter().enumerate() {
@@ -218,11 +188,7 @@ fn number_clashing_keys(
             .filter(|(_, l)| matches!(l.role, Role::Key { object: o } if o == object))
             .map(|(i, _)| i)
             .collect();
-        let renamed: HashSet<usize> = changes
-            .iter()
-            .map(|(i, _)| *i)
-            .filter(|i| keys.contains(i))
-            .collect();
+        let renamed: HashSet<usize> = changes.iter().map(|(i, _)| *i).filter(|i| keys.contains(i)).collect();
         let mut taken: HashSet<String> = HashSet::new();
         for &k in keys.iter().filter(|k| !renamed.contains(k)) {
             taken.insert(decode(text, &literals[k])?.into_owned());
@@ -297,10 +263,7 @@ mod tests {
     fn escaped_strings_are_decoded_before_matching() {
         // `\u005f` is `_`: the token is whole once decoded.
         let text = r#"{"note":"use ghp\u005f0123456789abcdefghijABCDEFGHIJ012345\nnow"}"#;
-        assert_eq!(
-            scrub(text),
-            r#"{"note":"use [REDACTED:github_token]\nnow"}"#
-        );
+        assert_eq!(scrub(text), r#"{"note":"use [REDACTED:github_token]\nnow"}"#);
     }
 
     #[test]

@@ -44,20 +44,8 @@ impl Alphabet {
     }
 }
 
-const fn f(
-    prefix: &'static str,
-    label: &'static str,
-    alphabet: Alphabet,
-    min: usize,
-    max: usize,
-) -> Format {
-    Format {
-        prefix,
-        label,
-        alphabet,
-        min,
-        max,
-    }
+const fn f(prefix: &'static str, label: &'static str, alphabet: Alphabet, min: usize, max: usize) -> Format {
+    Format { prefix, label, alphabet, min, max }
 }
 
 /// Longer prefixes first: the first prefix that matches is the format.
@@ -131,11 +119,7 @@ pub(crate) const RULES: &[Rule] = &[
     Rule::secret(
         "wrapped_token",
         PREFIXED + 1,
-        concat!(
-            r"\b(?P<s1>",
-            prefix_re!(),
-            r"[A-Za-z0-9_\-]{1,400}\r?\n[A-Za-z0-9_\-]{4,400})"
-        ),
+        concat!(r"\b(?P<s1>", prefix_re!(), r"[A-Za-z0-9_\-]{1,400}\r?\n[A-Za-z0-9_\-]{4,400})"),
     )
     .exact(PREFIXES)
     .check(wrapped),
@@ -194,18 +178,9 @@ fn truncated(_: &Captures<'_>, token: &str) -> Verdict {
     let rest = &token[format.prefix.len()..];
     let n = run(format, rest);
     let body = &rest[..n];
-    let floor = if format.alphabet == Hex {
-        TRUNCATED_MIN_HEX
-    } else {
-        TRUNCATED_MIN
-    };
+    let floor = if format.alphabet == Hex { TRUNCATED_MIN_HEX } else { TRUNCATED_MIN };
     let full_but_loose = n >= format.min && LOOSE.contains(&format.prefix);
-    if n < floor
-        || n > format.max
-        || full_but_loose
-        || continues(rest, n)
-        || !random_enough(format, body)
-    {
+    if n < floor || n > format.max || full_but_loose || continues(rest, n) || !random_enough(format, body) {
         return Verdict::Reject;
     }
     Verdict::As(format.label, format.prefix.len() + n)

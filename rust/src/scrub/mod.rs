@@ -69,10 +69,7 @@ pub struct ScrubOptions {
 
 impl Default for ScrubOptions {
     fn default() -> Self {
-        ScrubOptions {
-            secrets: true,
-            pii: false,
-        }
+        ScrubOptions { secrets: true, pii: false }
     }
 }
 
@@ -108,11 +105,7 @@ const MAX_PASSES: usize = 8;
 impl Scrubber {
     pub fn new(options: ScrubOptions) -> Scrubber {
         let detector = detector();
-        Scrubber {
-            detector,
-            enabled: detector.mask_for(options.secrets, options.pii),
-            options,
-        }
+        Scrubber { detector, enabled: detector.mask_for(options.secrets, options.pii), options }
     }
 
     pub fn options(&self) -> ScrubOptions {
@@ -183,9 +176,7 @@ impl Default for Scrubber {
 
 impl fmt::Debug for Scrubber {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Scrubber")
-            .field("options", &self.options)
-            .finish_non_exhaustive()
+        f.debug_struct("Scrubber").field("options", &self.options).finish_non_exhaustive()
     }
 }
 
@@ -217,10 +208,7 @@ mod tests {
 
     #[test]
     fn placeholders_never_match() {
-        let s = Scrubber::new(ScrubOptions {
-            secrets: true,
-            pii: true,
-        });
+        let s = Scrubber::new(ScrubOptions { secrets: true, pii: true });
         for label in s.labels() {
             let text = format!("token: [REDACTED:{label}] password=[REDACTED:{label}]");
             assert!(s.findings(&text).is_empty(), "{label}");
@@ -229,10 +217,7 @@ mod tests {
 
     #[test]
     fn disabled_scrubber_finds_nothing() {
-        let s = Scrubber::new(ScrubOptions {
-            secrets: false,
-            pii: false,
-        });
+        let s = Scrubber::new(ScrubOptions { secrets: false, pii: false });
         assert!(s.findings("password=hunter2").is_empty());
     }
 }

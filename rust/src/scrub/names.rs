@@ -27,14 +27,12 @@ pub(crate) fn names(name: &str, family: Family) -> bool {
         // `_PassArg.context` or `password_last_used`.
         Family::Password => words.iter().enumerate().any(|(i, w)| {
             password_word(w)
-                && (i + 1 == words.len()
-                    || (i + 2 == words.len() && PASSWORD_TAILS.contains(&last.as_str())))
+                && (i + 1 == words.len() || (i + 2 == words.len() && PASSWORD_TAILS.contains(&last.as_str())))
         }),
         Family::Secret => {
             !words.iter().any(|w| NOT_SECRET.contains(&w.as_str()))
                 && words.iter().enumerate().any(|(i, w)| {
-                    secret_word(w)
-                        || (w == "key" && i > 0 && KEY_QUALIFIERS.contains(&words[i - 1].as_str()))
+                    secret_word(w) || (w == "key" && i > 0 && KEY_QUALIFIERS.contains(&words[i - 1].as_str()))
                 })
         }
     }
@@ -46,9 +44,7 @@ pub(crate) fn names(name: &str, family: Family) -> bool {
 pub(crate) fn may_name_secret(name: &str) -> bool {
     let words = words(name);
     !words.iter().any(|w| NOT_SECRET.contains(&w.as_str()))
-        && words
-            .last()
-            .is_none_or(|w| !NOT_A_VALUE.contains(&w.as_str()))
+        && words.last().is_none_or(|w| !NOT_A_VALUE.contains(&w.as_str()))
 }
 
 /// True for a value built from several words one of which is a password word:
@@ -72,16 +68,14 @@ fn password_word(w: &str) -> bool {
 }
 
 fn secret_word(w: &str) -> bool {
-    matches!(
-        w,
-        "secret" | "secrets" | "token" | "credential" | "credentials" | "creds" | "passkey"
-    ) || (w.len() > 5
-        && (w.ends_with("token")
-            || w.ends_with("secret")
-            || w.ends_with("apikey")
-            || w.ends_with("accesskey")
-            || w.ends_with("secretkey")
-            || w.ends_with("privatekey")))
+    matches!(w, "secret" | "secrets" | "token" | "credential" | "credentials" | "creds" | "passkey")
+        || (w.len() > 5
+            && (w.ends_with("token")
+                || w.ends_with("secret")
+                || w.ends_with("apikey")
+                || w.ends_with("accesskey")
+                || w.ends_with("secretkey")
+                || w.ends_with("privatekey")))
 }
 
 /// Words after `password` that keep the name about the password itself.
@@ -170,25 +164,14 @@ mod tests {
 
     #[test]
     fn words_split_snake_camel_and_dots() {
-        assert_eq!(
-            words("spring.datasource.dbPassword"),
-            ["spring", "datasource", "db", "password"]
-        );
+        assert_eq!(words("spring.datasource.dbPassword"), ["spring", "datasource", "db", "password"]);
         assert_eq!(words("API_KEY"), ["api", "key"]);
         assert_eq!(words("apiKeyV2"), ["api", "key", "v2"]);
     }
 
     #[test]
     fn names_are_judged_by_their_words() {
-        for n in [
-            "password",
-            "DB_PASSWORD",
-            "dbPass",
-            "smtp.pass",
-            "pwd",
-            "userPassword",
-            "password_plain",
-        ] {
+        for n in ["password", "DB_PASSWORD", "dbPass", "smtp.pass", "pwd", "userPassword", "password_plain"] {
             assert!(names(n, Family::Password), "{n}");
         }
         for n in [
@@ -204,14 +187,7 @@ mod tests {
         ] {
             assert!(!names(n, Family::Password), "{n}");
         }
-        for n in [
-            "api_key",
-            "apiKey",
-            "APIKEY",
-            "client_secret",
-            "GITHUB_TOKEN",
-            "authToken",
-        ] {
+        for n in ["api_key", "apiKey", "APIKEY", "client_secret", "GITHUB_TOKEN", "authToken"] {
             assert!(names(n, Family::Secret), "{n}");
         }
         for n in [

@@ -419,19 +419,12 @@ fn pem_block(_: &Captures<'_>, s: &str) -> Verdict {
         return Verdict::Reject;
     };
     let mut base64 = 0;
-    for line in body
-        .split(['\n', '\r'])
-        .flat_map(|l| l.split("\\n"))
-        .flat_map(|l| l.split("\\r"))
-    {
+    for line in body.split(['\n', '\r']).flat_map(|l| l.split("\\n")).flat_map(|l| l.split("\\r")) {
         let line = line.trim();
         if line.contains(':') {
             continue;
         }
-        if !line
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
-        {
+        if !line.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=')) {
             return Verdict::Reject;
         }
         base64 += line.len();
@@ -464,8 +457,8 @@ fn aws_secret(_: &Captures<'_>, s: &str) -> Verdict {
 
 fn discord(_: &Captures<'_>, s: &str) -> Verdict {
     let id = s.split('.').next().unwrap_or("");
-    let ok = base64_decode(id)
-        .is_some_and(|d| (17..=20).contains(&d.len()) && d.iter().all(u8::is_ascii_digit));
+    let ok =
+        base64_decode(id).is_some_and(|d| (17..=20).contains(&d.len()) && d.iter().all(u8::is_ascii_digit));
     verdict(ok)
 }
 
@@ -482,9 +475,7 @@ fn opaque(_: &Captures<'_>, s: &str) -> Verdict {
 fn basic_credentials(_: &Captures<'_>, s: &str) -> Verdict {
     let ok = base64_decode(s).is_some_and(|d| {
         d.iter().all(|b| b.is_ascii_graphic() || *b == b' ')
-            && d.iter()
-                .position(|&b| b == b':')
-                .is_some_and(|i| i + 1 < d.len())
+            && d.iter().position(|&b| b == b':').is_some_and(|i| i + 1 < d.len())
     });
     verdict(ok)
 }

@@ -46,10 +46,7 @@ fn verdict(ok: bool) -> Verdict {
 }
 
 fn digits(s: &str) -> Vec<u8> {
-    s.bytes()
-        .filter(u8::is_ascii_digit)
-        .map(|b| b - b'0')
-        .collect()
+    s.bytes().filter(u8::is_ascii_digit).map(|b| b - b'0').collect()
 }
 
 /// The Luhn checksum used by every payment card number.
@@ -78,11 +75,7 @@ pub(crate) fn luhn_valid(digits: &[u8]) -> bool {
 /// Issuer prefixes of the major networks; a Luhn-valid number outside them is more
 /// likely an order or tracking number.
 fn card_issuer(d: &[u8]) -> bool {
-    let prefix = |n: usize| {
-        d.iter()
-            .take(n)
-            .fold(0u32, |acc, &x| acc * 10 + u32::from(x))
-    };
+    let prefix = |n: usize| d.iter().take(n).fold(0u32, |acc, &x| acc * 10 + u32::from(x));
     let (p1, p2, p3, p4) = (prefix(1), prefix(2), prefix(3), prefix(4));
     p1 == 4 // Visa
         || (51..=55).contains(&p2) || (2221..=2720).contains(&p4) // Mastercard
@@ -113,11 +106,7 @@ pub(crate) fn iban_valid(s: &str) -> bool {
             b'A'..=b'Z' => u32::from(b - b'A') + 10,
             _ => return false,
         };
-        rem = if v >= 10 {
-            (rem * 100 + v) % 97
-        } else {
-            (rem * 10 + v) % 97
-        };
+        rem = if v >= 10 { (rem * 100 + v) % 97 } else { (rem * 10 + v) % 97 };
     }
     rem == 1
 }

@@ -44,11 +44,7 @@ impl Keywords {
         });
         let rules: Vec<Mask> = entries.into_iter().map(|(_, m)| m).collect();
         let gates = rules.iter().fold(0, |acc, m| acc | m);
-        Keywords {
-            automaton,
-            rules,
-            gates,
-        }
+        Keywords { automaton, rules, gates }
     }
 
     /// Every keyword occurrence in `text` with the rules it gates (among `enabled`).
@@ -62,11 +58,7 @@ impl Keywords {
         for hit in automaton.find_overlapping_iter(text) {
             let rules = self.rules[hit.pattern().as_usize()] & enabled;
             if rules != 0 {
-                out.push(Hit {
-                    start: hit.start(),
-                    end: hit.end(),
-                    rules,
-                });
+                out.push(Hit { start: hit.start(), end: hit.end(), rules });
             }
         }
     }
@@ -109,11 +101,7 @@ impl Prefilter {
                 add(&mut exact, (*k).to_owned(), bit);
             }
         }
-        Prefilter {
-            folded: Keywords::build(folded, true),
-            exact: Keywords::build(exact, false),
-            always,
-        }
+        Prefilter { folded: Keywords::build(folded, true), exact: Keywords::build(exact, false), always }
     }
 
     /// The rules among `enabled` that may match somewhere in `text`.
@@ -131,9 +119,7 @@ impl Prefilter {
         self.exact.hits(text, enabled, &mut hits);
         self.folded.hits(text, enabled, &mut hits);
         hits.sort_unstable_by_key(|h| h.start);
-        let found = hits
-            .iter()
-            .fold(self.always & enabled, |acc, h| acc | h.rules);
+        let found = hits.iter().fold(self.always & enabled, |acc, h| acc | h.rules);
         (found, hits)
     }
 

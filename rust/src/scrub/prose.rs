@@ -9,8 +9,7 @@ use super::assignment::strong_password;
 use super::entropy::reads_like_identifier;
 use super::rule::{Rule, Verdict, ASSIGNMENT};
 use super::validate::{
-    has_digit, has_letter, has_mixed_case, is_path, is_placeholder_word, is_uri,
-    without_trailing_punctuation,
+    has_digit, has_letter, has_mixed_case, is_path, is_placeholder_word, is_uri, without_trailing_punctuation,
 };
 use regex::Captures;
 
@@ -54,9 +53,7 @@ fn pw_prose(_: &Captures<'_>, v: &str) -> Verdict {
 fn user_and_password(_: &Captures<'_>, v: &str) -> Verdict {
     let n = without_trailing_punctuation(v);
     let core = &v[..n];
-    let symbol = core
-        .bytes()
-        .any(|b| b.is_ascii_punctuation() && !matches!(b, b'_' | b'-' | b'.'));
+    let symbol = core.bytes().any(|b| b.is_ascii_punctuation() && !matches!(b, b'_' | b'-' | b'.'));
     let ok = core.len() >= 6
         && has_letter(core)
         && has_digit(core)

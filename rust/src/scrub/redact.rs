@@ -18,10 +18,8 @@ pub(crate) fn placeholder_spans(text: &str) -> Vec<(usize, usize)> {
         let start = from + i;
         let label_start = start + OPEN.len();
         let rest = &text.as_bytes()[label_start..];
-        let n = rest
-            .iter()
-            .take_while(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || **b == b'_')
-            .count();
+        let n =
+            rest.iter().take_while(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || **b == b'_').count();
         if n > 0 && rest.get(n) == Some(&b']') {
             let end = label_start + n + 1;
             spans.push((start, end));

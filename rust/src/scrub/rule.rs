@@ -78,10 +78,7 @@ impl Rule {
 
     /// A personal-data rule (only used with `ScrubOptions::pii`).
     pub const fn pii(label: &'static str, priority: u8, pattern: &'static str) -> Rule {
-        Rule {
-            class: Class::Pii,
-            ..Rule::secret(label, priority, pattern)
-        }
+        Rule { class: Class::Pii, ..Rule::secret(label, priority, pattern) }
     }
 
     /// Gate on ASCII case-insensitive literals.

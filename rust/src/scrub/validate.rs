@@ -143,14 +143,8 @@ mod tests {
 
     #[test]
     fn base64_round_trips_the_usual_alphabets() {
-        assert_eq!(
-            base64_decode("dXNlcjpwYXNz").as_deref(),
-            Some(&b"user:pass"[..])
-        );
-        assert_eq!(
-            base64_decode("dXNlcjpwYXNzMQ==").as_deref(),
-            Some(&b"user:pass1"[..])
-        );
+        assert_eq!(base64_decode("dXNlcjpwYXNz").as_deref(), Some(&b"user:pass"[..]));
+        assert_eq!(base64_decode("dXNlcjpwYXNzMQ==").as_deref(), Some(&b"user:pass1"[..]));
         assert_eq!(base64_decode("MTA4NzY1"), Some(b"108765".to_vec()));
         assert_eq!(base64_decode("a b"), None);
     }

@@ -28,9 +28,6 @@ pub(super) async fn log_change(conn: &Tx<'_>, entry_id: i64, op: i64) -> Result<
 /// Runs an `INSERT ... RETURNING` of one row and reads the integer it returns.
 pub(super) async fn returned_id(conn: &Tx<'_>, sql: &str, params: Vec<Value>) -> Result<i64> {
     let mut rows = conn.query_kept(sql, params).await?;
-    let row = rows
-        .next()
-        .await?
-        .ok_or_else(|| Error::Internal(format!("no row returned by {sql:?}")))?;
+    let row = rows.next().await?.ok_or_else(|| Error::Internal(format!("no row returned by {sql:?}")))?;
     Ok(row.get(0)?)
 }

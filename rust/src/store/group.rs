@@ -13,11 +13,11 @@ use std::collections::HashMap;
 
 use libsql::Value;
 
+use super::change_log::Written;
 use super::conn::Tx;
 use super::dedupe;
 use super::rows::{entry_values, padded_in, ENTRY_ROW, INSERT_ENTRY};
 use super::schema::OP_INSERT;
-use super::change_log::Written;
 use super::PreparedEntry;
 use crate::entry::Micros;
 use crate::error::{Error, Result};
@@ -39,7 +39,12 @@ enum Slot {
 
 /// Inserts `group` (at most `GROUP` entries), appending one `Written` per entry
 /// to `out` in order.
-pub(super) async fn insert(tx: &Tx<'_>, group: &[PreparedEntry], now: Micros, out: &mut Vec<Written>) -> Result<()> {
+pub(super) async fn insert(
+    tx: &Tx<'_>,
+    group: &[PreparedEntry],
+    now: Micros,
+    out: &mut Vec<Written>,
+) -> Result<()> {
     let stored = duplicates_in_store(tx, group, now).await?;
     // Every entry's duplicate key, computed here for one saved without
     // duplicate detection: a later entry of the group may still repeat it.
@@ -146,7 +151,8 @@ async fn log_inserts(tx: &Tx<'_>, ids: &[i64]) -> Result<Vec<i64>> {
 /// table returns, in the order the rows were listed. A full group's statement
 /// is kept prepared; the shapes of smaller ones (a group with repeats) are not.
 async fn returned_in_order(tx: &Tx<'_>, sql: &str, params: Vec<Value>, n: usize) -> Result<Vec<i64>> {
-    let mut rows = if n == GROUP { tx.query_kept(sql, params).await? } else { tx.query_once(sql, params).await? };
+    let mut rows =
+        if n == GROUP { tx.query_kept(sql, params).await? } else { tx.query_once(sql, params).await? };
     let mut out = Vec::with_capacity(n);
     while let Some(row) = rows.next().await? {
         out.push(row.get::<i64>(0)?);

@@ -31,10 +31,10 @@ use crate::error::{Error, Result};
 use crate::runtime::{block_on, runtime};
 use conn::Conn;
 
+pub use change_log::Written;
 pub use read::ListFilter;
 pub use retention::Retention;
 pub use schema::SCHEMA_VERSION;
-pub use change_log::Written;
 pub use write::{EntryPatch, NewContent, Updated};
 
 /// An entry ready to be written: validated, scrubbed, counted.
@@ -349,7 +349,9 @@ mod tests {
             })
         };
         let (outer, (inner, beside)) = store
-            .with_lookup(|conn| Ok((mapped(conn)?, store.with_lookup(|c| Ok((mapped(c)?, store.fetch(&asked)?)))?)))
+            .with_lookup(|conn| {
+                Ok((mapped(conn)?, store.with_lookup(|c| Ok((mapped(c)?, store.fetch(&asked)?)))?))
+            })
             .unwrap();
         assert_eq!((outer, inner), (MAPPED_BYTES as i64, 0));
         assert_eq!(contents(beside), want);

@@ -115,7 +115,11 @@ impl Store {
                     *n -= 1;
                     *n
                 });
-                if left == Some(0) { found.remove(id) } else { found.get(id).cloned() }
+                if left == Some(0) {
+                    found.remove(id)
+                } else {
+                    found.get(id).cloned()
+                }
             })
             .collect())
     }
@@ -221,7 +225,8 @@ impl Store {
                     let present = row.get::<Option<i64>>(3)?.is_some();
                     let live = op != ChangeOp::Delete && present;
                     let entry = if live { Some(rows::entry(&row, 3)?) } else { None };
-                    let vector = if live { super::vectors::column(&row, 3 + rows::ENTRY_WIDTH)? } else { None };
+                    let vector =
+                        if live { super::vectors::column(&row, 3 + rows::ENTRY_WIDTH)? } else { None };
                     out.push(Change { seq: row.get(0)?, entry_id: row.get(1)?, op, entry, vector });
                 }
                 Ok(out)

@@ -3,10 +3,10 @@
 
 use libsql::Value;
 
+use super::change_log::log_change;
+use super::conn::Tx;
 use super::rows::opt_text;
 use super::schema::OP_DELETE;
-use super::conn::Tx;
-use super::change_log::log_change;
 use crate::config::Eviction;
 use crate::entry::Micros;
 use crate::error::Result;
@@ -53,13 +53,11 @@ pub async fn enforce(
         if count <= max {
             continue;
         }
-        let sql = format!(
-            "SELECT id FROM entries WHERE scope IS ?1 AND id IS NOT ?3 ORDER BY {order} LIMIT ?2"
-        );
+        let sql =
+            format!("SELECT id FROM entries WHERE scope IS ?1 AND id IS NOT ?3 ORDER BY {order} LIMIT ?2");
         let keep = keep.map_or(Value::Null, Value::Integer);
-        let mut rows = tx
-            .query(&sql, vec![opt_text(scope.as_deref()), Value::Integer(count - max), keep])
-            .await?;
+        let mut rows =
+            tx.query(&sql, vec![opt_text(scope.as_deref()), Value::Integer(count - max), keep]).await?;
         let mut ids: Vec<i64> = Vec::new();
         while let Some(row) = rows.next().await? {
             ids.push(row.get(0)?);

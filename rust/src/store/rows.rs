@@ -64,7 +64,8 @@ pub fn entry_values(e: &PreparedEntry, key: i64, created_at: Micros) -> [Value; 
 /// its parameters: a list of a few fixed lengths keeps few statements prepared.
 pub fn padded_in(values: &[i64], width: usize) -> (String, Vec<Value>) {
     let last = values.last().copied().unwrap_or(0);
-    let params = values.iter().copied().chain(std::iter::repeat(last)).take(width).map(Value::Integer).collect();
+    let params =
+        values.iter().copied().chain(std::iter::repeat(last)).take(width).map(Value::Integer).collect();
     (format!("IN ({})", vec!["?"; width].join(",")), params)
 }
 

@@ -6,9 +6,9 @@
 
 use libsql::{Connection, Value};
 
+use super::change_log::log_change;
 use super::rows::{self, ENTRY_COLUMNS};
 use super::schema::OP_UPDATE;
-use super::change_log::log_change;
 use super::{Change, ChangeOp, Store};
 use crate::entry::Entry;
 use crate::error::{Error, Result};
@@ -125,10 +125,8 @@ impl Store {
     /// Drops every vector (before re-embedding with another model) and records
     /// `meta` in the same transaction, logging an update of each entry touched.
     pub fn clear_vectors(&self, meta: &[(&str, &str)]) -> Result<Vec<Change>> {
-        let sql = format!(
-            "SELECT {} FROM embeddings v JOIN entries e ON e.id = v.entry_id",
-            rows::prefixed("e")
-        );
+        let sql =
+            format!("SELECT {} FROM embeddings v JOIN entries e ON e.id = v.entry_id", rows::prefixed("e"));
         self.with_writer(|conn| {
             block_on(async {
                 let tx = conn.begin().await?;

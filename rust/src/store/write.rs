@@ -6,12 +6,12 @@ use std::sync::LazyLock;
 
 use libsql::{Connection, Value};
 
+use super::change_log::{log_change, returned_id, Written};
+use super::conn::Tx;
+use super::group;
+use super::retention::{self, Retention};
 use super::rows::{self, entry_values, opt_text, text, ENTRY_COLUMNS, ENTRY_ROW, INSERT_ENTRY};
 use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
-use super::retention::{self, Retention};
-use super::conn::Tx;
-use super::change_log::{log_change, returned_id, Written};
-use super::group;
 use super::{now_micros, PreparedEntry, Store};
 use crate::entry::{Entry, Micros};
 use crate::error::{Error, Result};
@@ -64,11 +64,8 @@ impl Store {
         retention: Option<&Retention>,
     ) -> Result<(Vec<Written>, Vec<(i64, i64)>)> {
         let mut written = Vec::with_capacity(entries.len());
-        let evicted = self.insert_chunks(
-            std::iter::once(Ok(entries)),
-            retention,
-            |_, w| written.extend_from_slice(w),
-        )?;
+        let evicted =
+            self.insert_chunks(std::iter::once(Ok(entries)), retention, |_, w| written.extend_from_slice(w))?;
         Ok((written, evicted))
     }
 
@@ -83,121 +80,120 @@ impl Store {
         retention: Option<&Retention>,
         mut done: impl FnMut(C, &[Written]),
     ) -> Result<Vec<(i64, i64)>> {
-        self.with_writer(|conn| block_on(async {
-            let tx = conn.begin().await?;
-            let now = now_micros();
-            let mut scopes: Vec<Option<String>> = Vec::new();
-            let mut out = Vec::new();
-            for chunk in chunks {
-                let chunk = chunk?;
-                out.clear();
-                let entries = chunk.borrow();
-                // Grouped inserts read their ids back in ascending order, which
-                // ids given by the caller need not follow: those go one by one.
-                let one_by_one = if entries.iter().any(|e| e.id.is_some()) { entries.len() } else { 0 };
-                let (singles, rest) = entries.split_at(one_by_one);
-                for e in singles {
-                    out.push(insert_one(&tx, e, now).await?);
+        self.with_writer(|conn| {
+            block_on(async {
+                let tx = conn.begin().await?;
+                let now = now_micros();
+                let mut scopes: Vec<Option<String>> = Vec::new();
+                let mut out = Vec::new();
+                for chunk in chunks {
+                    let chunk = chunk?;
+                    out.clear();
+                    let entries = chunk.borrow();
+                    // Grouped inserts read their ids back in ascending order, which
+                    // ids given by the caller need not follow: those go one by one.
+                    let one_by_one = if entries.iter().any(|e| e.id.is_some()) { entries.len() } else { 0 };
+                    let (singles, rest) = entries.split_at(one_by_one);
+                    for e in singles {
+                        out.push(insert_one(&tx, e, now).await?);
+                    }
+                    let mut groups = rest.chunks_exact(group::GROUP);
+                    for g in &mut groups {
+                        group::insert(&tx, g, now, &mut out).await?;
+                    }
+                    for e in groups.remainder() {
+                        out.push(insert_one(&tx, e, now).await?);
+                    }
+                    if retention.is_some() {
+                        scopes.extend(chunk.borrow().iter().map(|e| e.scope.clone()));
+                        scopes.sort();
+                        scopes.dedup();
+                    }
+                    done(chunk, &out);
                 }
-                let mut groups = rest.chunks_exact(group::GROUP);
-                for g in &mut groups {
-                    group::insert(&tx, g, now, &mut out).await?;
-                }
-                for e in groups.remainder() {
-                    out.push(insert_one(&tx, e, now).await?);
-                }
-                if retention.is_some() {
-                    scopes.extend(chunk.borrow().iter().map(|e| e.scope.clone()));
-                    scopes.sort();
-                    scopes.dedup();
-                }
-                done(chunk, &out);
-            }
-            let evicted = match retention {
-                Some(retention) => retention::enforce(&tx, retention, &scopes, None).await?,
-                None => Vec::new(),
-            };
-            tx.commit().await?;
-            Ok(evicted)
-        }))
+                let evicted = match retention {
+                    Some(retention) => retention::enforce(&tx, retention, &scopes, None).await?,
+                    None => Vec::new(),
+                };
+                tx.commit().await?;
+                Ok(evicted)
+            })
+        })
     }
 
     /// Applies `patch` to entry `id`; returns the new entry, its vector, the
     /// change number and the `(id, seq)` of entries evicted to keep the scope it
     /// moved into within `retention`'s cap (never the entry itself).
-    pub fn update(
-        &self,
-        id: i64,
-        patch: EntryPatch,
-        retention: Option<&Retention>,
-    ) -> Result<Updated> {
-        self.with_writer(|conn| block_on(async {
-            let tx = conn.begin().await?;
-            let sql = format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?1");
-            let mut found = tx.query(&sql, [id]).await?;
-            let row = found.next().await?.ok_or(Error::NotFound(id))?;
-            let mut entry = rows::entry(&row, 0)?;
-            drop(found);
-            let mut key = None;
-            if let Some(content) = patch.content {
-                entry.content = content.text;
-                entry.tokens = content.tokens;
-                entry.risk_stamp = Some(content.risk_stamp);
-                key = Some(content.key);
-            }
-            if let Some(kind) = patch.kind {
-                entry.kind = kind;
-            }
-            if let Some(metadata) = patch.metadata {
-                entry.metadata = metadata;
-            }
-            let moved = patch.scope.as_ref().is_some_and(|scope| *scope != entry.scope);
-            if let Some(scope) = patch.scope {
-                entry.scope = scope;
-            }
-            if let Some(expires_at) = patch.expires_at {
-                entry.expires_at = expires_at;
-            }
-            entry.updated_at = Some(now_micros());
-            tx.execute(
-                "UPDATE entries SET content = ?2, kind = ?3, scope = ?4, metadata = ?5, tokens = ?6, \
+    pub fn update(&self, id: i64, patch: EntryPatch, retention: Option<&Retention>) -> Result<Updated> {
+        self.with_writer(|conn| {
+            block_on(async {
+                let tx = conn.begin().await?;
+                let sql = format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?1");
+                let mut found = tx.query(&sql, [id]).await?;
+                let row = found.next().await?.ok_or(Error::NotFound(id))?;
+                let mut entry = rows::entry(&row, 0)?;
+                drop(found);
+                let mut key = None;
+                if let Some(content) = patch.content {
+                    entry.content = content.text;
+                    entry.tokens = content.tokens;
+                    entry.risk_stamp = Some(content.risk_stamp);
+                    key = Some(content.key);
+                }
+                if let Some(kind) = patch.kind {
+                    entry.kind = kind;
+                }
+                if let Some(metadata) = patch.metadata {
+                    entry.metadata = metadata;
+                }
+                let moved = patch.scope.as_ref().is_some_and(|scope| *scope != entry.scope);
+                if let Some(scope) = patch.scope {
+                    entry.scope = scope;
+                }
+                if let Some(expires_at) = patch.expires_at {
+                    entry.expires_at = expires_at;
+                }
+                entry.updated_at = Some(now_micros());
+                tx.execute(
+                    "UPDATE entries SET content = ?2, kind = ?3, scope = ?4, metadata = ?5, tokens = ?6, \
                  content_key = COALESCE(?7, content_key), risks = ?8, expires_at = ?9, updated_at = ?10 \
                  WHERE id = ?1",
-                vec![
-                    Value::Integer(id),
-                    text(&entry.content),
-                    text(&entry.kind),
-                    opt_text(entry.scope.as_deref()),
-                    opt_text(entry.metadata.as_deref()),
-                    Value::Integer(i64::from(entry.tokens)),
-                    key.map_or(Value::Null, Value::Integer),
-                    entry.risk_stamp.map_or(Value::Null, Value::Integer),
-                    entry.expires_at.map_or(Value::Null, Value::Integer),
-                    entry.updated_at.map_or(Value::Null, Value::Integer),
-                ],
-            )
-            .await?;
-            match &patch.embedding {
-                Some(Some(vector)) => super::vectors::put(&tx, id, vector).await?,
-                Some(None) => super::vectors::remove(&tx, id).await?,
-                None => {}
-            }
-            let vector = match patch.embedding {
-                Some(vector) => vector,
-                None => stored_vector(&tx, id).await?,
-            };
-            let seq = log_change(&tx, id, OP_UPDATE).await?;
-            // Also records the returned-at times the retention carries.
-            let evicted = match retention {
-                Some(retention) => {
-                    let scopes = if moved { std::slice::from_ref(&entry.scope) } else { &[] };
-                    retention::enforce(&tx, retention, scopes, Some(id)).await?
+                    vec![
+                        Value::Integer(id),
+                        text(&entry.content),
+                        text(&entry.kind),
+                        opt_text(entry.scope.as_deref()),
+                        opt_text(entry.metadata.as_deref()),
+                        Value::Integer(i64::from(entry.tokens)),
+                        key.map_or(Value::Null, Value::Integer),
+                        entry.risk_stamp.map_or(Value::Null, Value::Integer),
+                        entry.expires_at.map_or(Value::Null, Value::Integer),
+                        entry.updated_at.map_or(Value::Null, Value::Integer),
+                    ],
+                )
+                .await?;
+                match &patch.embedding {
+                    Some(Some(vector)) => super::vectors::put(&tx, id, vector).await?,
+                    Some(None) => super::vectors::remove(&tx, id).await?,
+                    None => {}
                 }
-                None => Vec::new(),
-            };
-            tx.commit().await?;
-            Ok(Updated { entry, vector, seq, evicted })
-        }))
+                let vector = match patch.embedding {
+                    Some(vector) => vector,
+                    None => stored_vector(&tx, id).await?,
+                };
+                let seq = log_change(&tx, id, OP_UPDATE).await?;
+                // Also records the returned-at times the retention carries.
+                let evicted = match retention {
+                    Some(retention) => {
+                        let scopes = if moved { std::slice::from_ref(&entry.scope) } else { &[] };
+                        retention::enforce(&tx, retention, scopes, Some(id)).await?
+                    }
+                    None => Vec::new(),
+                };
+                tx.commit().await?;
+                Ok(Updated { entry, vector, seq, evicted })
+            })
+        })
     }
 
     pub fn set_meta(&self, key: &str, value: &str) -> Result<()> {
@@ -239,17 +235,19 @@ impl Store {
 
     /// Deletes the entries that exist; returns `(id, seq)` for each one deleted.
     pub fn delete(&self, ids: &[i64]) -> Result<Vec<(i64, i64)>> {
-        self.with_writer(|conn| block_on(async {
-            let tx = conn.begin().await?;
-            let mut out = Vec::new();
-            for &id in ids {
-                if tx.execute("DELETE FROM entries WHERE id = ?1", [id]).await? > 0 {
-                    out.push((id, log_change(&tx, id, OP_DELETE).await?));
+        self.with_writer(|conn| {
+            block_on(async {
+                let tx = conn.begin().await?;
+                let mut out = Vec::new();
+                for &id in ids {
+                    if tx.execute("DELETE FROM entries WHERE id = ?1", [id]).await? > 0 {
+                        out.push((id, log_change(&tx, id, OP_DELETE).await?));
+                    }
                 }
-            }
-            tx.commit().await?;
-            Ok(out)
-        }))
+                tx.commit().await?;
+                Ok(out)
+            })
+        })
     }
 
     /// Deletes every entry that expired at or before `now`.
@@ -268,22 +266,24 @@ impl Store {
 
     /// Deletes the entries `select` names (a query returning ids), logging each.
     fn delete_where(&self, select: &str, params: Vec<Value>) -> Result<Vec<(i64, i64)>> {
-        self.with_writer(|conn| block_on(async {
-            let tx = conn.begin().await?;
-            let mut found = tx.query(select, params).await?;
-            let mut ids: Vec<i64> = Vec::new();
-            while let Some(row) = found.next().await? {
-                ids.push(row.get(0)?);
-            }
-            drop(found);
-            let mut out = Vec::with_capacity(ids.len());
-            for id in ids {
-                tx.execute("DELETE FROM entries WHERE id = ?1", [id]).await?;
-                out.push((id, log_change(&tx, id, OP_DELETE).await?));
-            }
-            tx.commit().await?;
-            Ok(out)
-        }))
+        self.with_writer(|conn| {
+            block_on(async {
+                let tx = conn.begin().await?;
+                let mut found = tx.query(select, params).await?;
+                let mut ids: Vec<i64> = Vec::new();
+                while let Some(row) = found.next().await? {
+                    ids.push(row.get(0)?);
+                }
+                drop(found);
+                let mut out = Vec::with_capacity(ids.len());
+                for id in ids {
+                    tx.execute("DELETE FROM entries WHERE id = ?1", [id]).await?;
+                    out.push((id, log_change(&tx, id, OP_DELETE).await?));
+                }
+                tx.commit().await?;
+                Ok(out)
+            })
+        })
     }
 }
 
@@ -302,7 +302,8 @@ async fn insert_one(tx: &Tx<'_>, e: &PreparedEntry, now: Micros) -> Result<Writt
     }
     // RETURNING rather than last_insert_rowid: the same on a file and over
     // Hrana, where the rowid travels with each statement's result.
-    static INSERT_ONE: LazyLock<String> = LazyLock::new(|| format!("{INSERT_ENTRY} {ENTRY_ROW} RETURNING id"));
+    static INSERT_ONE: LazyLock<String> =
+        LazyLock::new(|| format!("{INSERT_ENTRY} {ENTRY_ROW} RETURNING id"));
     let key = e.dedup_key.as_ref().map_or_else(|| content_key(&normalize(&e.content)), |(key, _)| *key);
     let id = returned_id(tx, &INSERT_ONE, entry_values(e, key, now).to_vec()).await?;
     if let Some(vector) = &e.embedding {

@@ -87,9 +87,7 @@ impl Bpe {
     /// below 4 GB, so positions fit in u32.
     fn merge(&self, piece: &[u8], parts: &mut Vec<(u32, u32)>) {
         let rank = |range: std::ops::Range<u32>| {
-            self.vocab
-                .rank(&piece[range.start as usize..range.end as usize])
-                .unwrap_or(NONE)
+            self.vocab.rank(&piece[range.start as usize..range.end as usize]).unwrap_or(NONE)
         };
         let len = u32::try_from(piece.len()).unwrap_or(u32::MAX);
         parts.clear();
@@ -97,16 +95,13 @@ impl Bpe {
         parts.push((len - 1, NONE));
         parts.push((len, NONE));
         // The pair at `i` after parts[i + 1] is removed spans to parts[i + 3].
-        let merged = |parts: &[(u32, u32)], i: usize| {
-            parts
-                .get(i + 3)
-                .map_or(NONE, |&(end, _)| rank(parts[i].0..end))
-        };
+        let merged =
+            |parts: &[(u32, u32)], i: usize| parts.get(i + 3).map_or(NONE, |&(end, _)| rank(parts[i].0..end));
         loop {
-            let (min, i) = parts[..parts.len() - 1].iter().enumerate().fold(
-                (NONE, 0),
-                |best, (i, &(_, r))| if r < best.0 { (r, i) } else { best },
-            );
+            let (min, i) = parts[..parts.len() - 1]
+                .iter()
+                .enumerate()
+                .fold((NONE, 0), |best, (i, &(_, r))| if r < best.0 { (r, i) } else { best });
             if min == NONE {
                 break;
             }

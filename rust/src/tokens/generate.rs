@@ -10,16 +10,8 @@ use super::vocab::{home, Vocab, EMPTY, MAGIC, RANK_BITS, RANK_MASK};
 
 /// Each built-in vocabulary: its `.tiktoken` text and its checked-in image.
 const BUILT_IN: [(&str, &str, &[u8]); 2] = [
-    (
-        "o200k_base",
-        include_str!("data/o200k_base.tiktoken"),
-        include_bytes!("data/o200k_base.bin"),
-    ),
-    (
-        "cl100k_base",
-        include_str!("data/cl100k_base.tiktoken"),
-        include_bytes!("data/cl100k_base.bin"),
-    ),
+    ("o200k_base", include_str!("data/o200k_base.tiktoken"), include_bytes!("data/o200k_base.bin")),
+    ("cl100k_base", include_str!("data/cl100k_base.tiktoken"), include_bytes!("data/cl100k_base.bin")),
 ];
 
 /// The image of a `.tiktoken` file: one `base64(token) rank` line per token,
@@ -29,9 +21,7 @@ pub(super) fn image(text: &str) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::with_capacity(text.len() / 2);
     let mut starts = vec![0u32];
     for (line_no, line) in lines.enumerate() {
-        let (token, rank) = line
-            .split_once(' ')
-            .ok_or_else(|| format!("line {}: no rank", line_no + 1))?;
+        let (token, rank) = line.split_once(' ').ok_or_else(|| format!("line {}: no rank", line_no + 1))?;
         if rank.parse::<usize>().ok() != Some(line_no) {
             return Err(format!("line {}: rank {rank} is out of order", line_no + 1));
         }
@@ -44,8 +34,7 @@ pub(super) fn image(text: &str) -> Result<Vec<u8>, String> {
     if n >= RANK_MASK as usize {
         return Err(format!("{n} tokens do not fit in {RANK_BITS} bits"));
     }
-    let token =
-        |rank: u32| &bytes[starts[rank as usize] as usize..starts[rank as usize + 1] as usize];
+    let token = |rank: u32| &bytes[starts[rank as usize] as usize..starts[rank as usize + 1] as usize];
     // Load factor at most one half keeps the linear probes short.
     let capacity = (2 * n).next_power_of_two().max(2);
     let shift = 64 - capacity.trailing_zeros();
@@ -81,10 +70,7 @@ fn decode_base64(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
             _ => return None,
         }))
     }
-    let text = text
-        .strip_suffix(b"==")
-        .or_else(|| text.strip_suffix(b"="))
-        .unwrap_or(text);
+    let text = text.strip_suffix(b"==").or_else(|| text.strip_suffix(b"=")).unwrap_or(text);
     let mut chunks = text.chunks(4);
     for chunk in &mut chunks {
         let mut bits = 0u32;
@@ -105,9 +91,7 @@ fn decode_base64(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
 
 fn data_dir() -> PathBuf {
     // `file!()` is relative to the package root, where Cargo.toml is.
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(file!())
-        .with_file_name("data")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file!()).with_file_name("data")
 }
 
 /// The images are generated output: they must be exactly what the text gives.
@@ -134,12 +118,7 @@ fn write_images() {
 #[test]
 fn base64_decodes_every_padding() {
     let mut out = Vec::new();
-    for (text, bytes) in [
-        ("IQ==", &b"!"[..]),
-        ("IGE=", b" a"),
-        ("IGFi", b" ab"),
-        ("", b""),
-    ] {
+    for (text, bytes) in [("IQ==", &b"!"[..]), ("IGE=", b" a"), ("IGFi", b" ab"), ("", b"")] {
         out.clear();
         decode_base64(text.as_bytes(), &mut out).unwrap();
         assert_eq!(out, bytes);

@@ -56,9 +56,7 @@ impl TokenCounter {
                 })?;
                 // Shipped tokenizer.json files often pad or truncate to a model's
                 // window; a count must see the whole text.
-                tokenizer
-                    .with_truncation(None)
-                    .map_err(|err| Error::invalid(format!("tokenizer: {err}")))?;
+                tokenizer.with_truncation(None).map_err(|err| Error::invalid(format!("tokenizer: {err}")))?;
                 tokenizer.with_padding(None);
                 Ok(Self::HuggingFace(Arc::new(tokenizer)))
             }

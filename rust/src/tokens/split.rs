@@ -37,9 +37,7 @@ pub(super) struct Splitter {
 
 impl Splitter {
     pub(super) fn new(pattern: &str) -> Result<Self, String> {
-        Regex::new(pattern)
-            .map(|regex| Splitter { regex })
-            .map_err(|err| err.to_string())
+        Regex::new(pattern).map(|regex| Splitter { regex }).map_err(|err| err.to_string())
     }
 
     /// Calls `f` on each piece of `text`, in order; the pieces tile the text.
@@ -80,9 +78,7 @@ mod tests {
 
     fn split(pattern: &str, text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        Splitter::new(pattern)
-            .unwrap()
-            .pieces(text, |p| out.push(p.to_owned()));
+        Splitter::new(pattern).unwrap().pieces(text, |p| out.push(p.to_owned()));
         out
     }
 

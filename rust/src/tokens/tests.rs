@@ -10,11 +10,7 @@ mod common;
 fn vocabularies() -> [(&'static str, &'static Bpe, &'static CoreBPE); 2] {
     [
         ("o200k", Bpe::o200k(), tiktoken_rs::o200k_base_singleton()),
-        (
-            "cl100k",
-            Bpe::cl100k(),
-            tiktoken_rs::cl100k_base_singleton(),
-        ),
+        ("cl100k", Bpe::cl100k(), tiktoken_rs::cl100k_base_singleton()),
     ]
 }
 
@@ -43,12 +39,7 @@ fn assert_exact<S: AsRef<str>>(texts: &[S]) {
         }
         let total = wrong.len();
         wrong.truncate(20);
-        assert!(
-            total == 0,
-            "{name}: {total} of {} differ:\n{}",
-            texts.len(),
-            wrong.join("\n")
-        );
+        assert!(total == 0, "{name}: {total} of {} differ:\n{}", texts.len(), wrong.join("\n"));
     }
 }
 
@@ -60,10 +51,7 @@ fn vocabularies_match_tiktoken_token_for_token() {
             assert_eq!(Some(bytes), oracle.decode_bytes(&[id]).ok(), "{name} {id}");
             id += 1;
         }
-        assert!(
-            id > 100_000 && oracle.decode_bytes(&[id]).is_err(),
-            "{name} {id}"
-        );
+        assert!(id > 100_000 && oracle.decode_bytes(&[id]).is_err(), "{name} {id}");
     }
 }
 
@@ -81,9 +69,7 @@ fn contractions_in_every_case_count_exactly() {
     let mut texts = Vec::new();
     for suffix in ["s", "t", "re", "ve", "m", "ll", "d", "x", "S", "ſ"] {
         for cased in case_variants(suffix) {
-            for word in [
-                "", "he", "HE", "He", "don", "DoN", "I", "1", "é", "ΑΒ", " ", "a b",
-            ] {
+            for word in ["", "he", "HE", "He", "don", "DoN", "I", "1", "é", "ΑΒ", " ", "a b"] {
                 for apostrophe in ["'", "’", "''"] {
                     for after in ["", " ", "s", "!", "\n", "x y", "1"] {
                         texts.push(format!("{word}{apostrophe}{cased}{after}"));
@@ -156,16 +142,11 @@ fn scripts_digits_and_whitespace_count_exactly() {
 /// alternative of both patterns and the borders between them.
 #[test]
 fn short_strings_count_exactly() {
-    let alphabet = [
-        ' ', '\t', '\n', '\r', 'a', 'S', '!', '/', '1', '\'', '\u{301}',
-    ];
+    let alphabet = [' ', '\t', '\n', '\r', 'a', 'S', '!', '/', '1', '\'', '\u{301}'];
     let mut texts = vec![String::new()];
     let mut last = vec![String::new()];
     for _ in 0..5 {
-        last = last
-            .iter()
-            .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
-            .collect();
+        last = last.iter().flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}"))).collect();
         texts.extend(last.iter().cloned());
     }
     assert_exact(&texts);
@@ -174,9 +155,7 @@ fn short_strings_count_exactly() {
 #[test]
 fn random_unicode_counts_exactly() {
     let mut rng = SplitMix(0x00C0_FFEE);
-    let words = [
-        "the", " The", "'s", "'LL", "’re", " 42", "ing", "\r\n", "  ", "🙂", "字",
-    ];
+    let words = ["the", " The", "'s", "'LL", "’re", " 42", "ing", "\r\n", "  ", "🙂", "字"];
     let texts: Vec<String> = (0..4000)
         .map(|_| {
             let len = rng.below(40);
@@ -219,21 +198,14 @@ impl SplitMix {
 fn long_runs_are_counted_fast_and_close() {
     let counter = TokenCounter::load(&TokenizerSpec::O200k).unwrap();
     let prose = "the deploy failed because of a missing env var. ".repeat(2000);
-    let whole = tiktoken_rs::o200k_base_singleton()
-        .encode_ordinary(&prose)
-        .len();
+    let whole = tiktoken_rs::o200k_base_singleton().encode_ordinary(&prose).len();
     assert_eq!(counter.count(&prose) as usize, whole);
     let run = "z".repeat(2_000_000);
     let n = counter.count(&run);
     assert!(n > 0 && n < 2_000_000);
     let mixed = format!("é{}ü", "ß".repeat(10_000));
     assert!(counter.count(&mixed) > 0);
-    assert_exact(&[
-        run,
-        mixed,
-        "ab ".repeat(5000),
-        format!(" {} ", "q".repeat(8000)),
-    ]);
+    assert_exact(&[run, mixed, "ab ".repeat(5000), format!(" {} ", "q".repeat(8000))]);
 }
 
 #[test]

@@ -46,22 +46,12 @@ impl<'a> Vocab<'a> {
         if n >= RANK_MASK as usize || !capacity.is_power_of_two() || capacity <= n {
             return Err(format!("bad sizes: {n} tokens, {capacity} slots"));
         }
-        let (starts, rest) = image[HEADER..]
-            .split_at_checked(4 * (n + 1))
-            .ok_or("truncated starts")?;
-        let (slots, bytes) = rest
-            .split_at_checked(4 * capacity)
-            .ok_or("truncated slots")?;
+        let (starts, rest) = image[HEADER..].split_at_checked(4 * (n + 1)).ok_or("truncated starts")?;
+        let (slots, bytes) = rest.split_at_checked(4 * capacity).ok_or("truncated slots")?;
         if word(starts, 0) != 0 || word(starts, n) as usize != bytes.len() {
             return Err("token bytes do not match their starts".into());
         }
-        Ok(Vocab {
-            bytes,
-            starts,
-            slots,
-            mask: capacity - 1,
-            shift: 64 - capacity.trailing_zeros(),
-        })
+        Ok(Vocab { bytes, starts, slots, mask: capacity - 1, shift: 64 - capacity.trailing_zeros() })
     }
 
     pub(super) fn len(&self) -> usize {

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 /// The LoCoMo dev conversations: `$CONTEXTFORGE_LOCOMO_DIR`, else
 /// `../shared/data/locomo-dev` beside the repository; `None` when absent.
 pub fn locomo_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("CONTEXTFORGE_LOCOMO_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/locomo-dev")
-    });
+    let dir = std::env::var_os("CONTEXTFORGE_LOCOMO_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/locomo-dev"));
     dir.is_dir().then_some(dir)
 }
 

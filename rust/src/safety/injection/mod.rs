@@ -124,9 +124,7 @@ fn flags(text: &str) -> Flags {
         }
         let regex = regex.get();
         let hit = match risk {
-            Risk::InstructionOverride => regex
-                .find_iter(&folded)
-                .any(|m| !negated(&folded[..m.start()])),
+            Risk::InstructionOverride => regex.find_iter(&folded).any(|m| !negated(&folded[..m.start()])),
             _ => regex.is_match(&folded),
         };
         if hit {
@@ -156,11 +154,7 @@ pub fn strip_invisible(text: &str) -> Cow<'_, str> {
     }
     let mut out = String::with_capacity(text.len());
     // `invisible` never yields a leading BOM, so its offsets all lie past it.
-    let mut kept = if leading_bom {
-        '\u{FEFF}'.len_utf8()
-    } else {
-        0
-    };
+    let mut kept = if leading_bom { '\u{FEFF}'.len_utf8() } else { 0 };
     for (i, c) in invisible(text) {
         out.push_str(&text[kept..i]);
         kept = i + c.len_utf8();
@@ -177,10 +171,7 @@ fn negated(before: &str) -> bool {
 }
 
 fn risks(found: Flags) -> Vec<Risk> {
-    Risk::ALL
-        .into_iter()
-        .filter(|r| found & r.bit() != 0)
-        .collect()
+    Risk::ALL.into_iter().filter(|r| found & r.bit() != 0).collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -209,8 +200,7 @@ fn invisible(text: &str) -> impl Iterator<Item = (usize, char)> + '_ {
             && match c {
                 '\u{FEFF}' => i > 0,
                 '\u{200C}' | '\u{200D}' => {
-                    let visible =
-                        |n: Option<char>| n.is_some_and(|n| !n.is_ascii() && !is_invisible(n));
+                    let visible = |n: Option<char>| n.is_some_and(|n| !n.is_ascii() && !is_invisible(n));
                     let before = text[..i].chars().next_back();
                     let after = text[i + c.len_utf8()..].chars().next();
                     !(visible(before) && visible(after))
@@ -360,16 +350,8 @@ const TRIGGERS: &[(Risk, &str, &str)] = &[
          desconsider игнор забуд 忽略 无视 忘记 忘掉 不要理会 無視 忘れ",
         "now dan evil longer ai llm",
     ),
-    (
-        Risk::RoleTag,
-        "sys inst assistant human developer im_ _of_turn <| ###",
-        "",
-    ),
-    (
-        Risk::ToolCall,
-        r#"tool function invoke parameter ``` action "name" 'name' <|"#,
-        "",
-    ),
+    (Risk::RoleTag, "sys inst assistant human developer im_ _of_turn <| ###", ""),
+    (Risk::ToolCall, r#"tool function invoke parameter ``` action "name" 'name' <|"#, ""),
     (Risk::Exfiltration, "http // curl wget url link query", ""),
 ];
 
@@ -399,11 +381,7 @@ impl Prefilter {
             .build(words)
             .expect("static trigger words build an automaton");
         let all = gates.iter().fold(0, |acc, (risk, _)| acc | risk.bit());
-        Prefilter {
-            automaton,
-            gates,
-            all,
-        }
+        Prefilter { automaton, gates, all }
     }
 
     /// The risks whose triggers occur in `text`.
@@ -415,8 +393,7 @@ impl Prefilter {
             let bytes = text.as_bytes();
             let alone = || {
                 let edge = |b: Option<&u8>| b.is_none_or(|b| !b.is_ascii_alphanumeric());
-                edge(m.start().checked_sub(1).and_then(|i| bytes.get(i)))
-                    && edge(bytes.get(m.end()))
+                edge(m.start().checked_sub(1).and_then(|i| bytes.get(i))) && edge(bytes.get(m.end()))
             };
             if !whole || alone() {
                 found |= risk.bit();
@@ -437,8 +414,7 @@ impl Prefilter {
 /// and punctuation, so "ignore -- all... previous   instructions" matches. ASCII
 /// punctuation plus the general-punctuation blocks NFKC leaves alone: a class
 /// of all non-letters would make the compiled regex too big.
-const SEP: &str =
-    r"(?:[\s!-/:-@\[-`{-~\u{A1}-\u{BF}\u{2010}-\u{2027}\u{2030}-\u{205E}\u{3000}-\u{303F}]+)";
+const SEP: &str = r"(?:[\s!-/:-@\[-`{-~\u{A1}-\u{BF}\u{2010}-\u{2027}\u{2030}-\u{205E}\u{3000}-\u{303F}]+)";
 
 const OVERRIDE: &[&str] = &[
     // "ignore (all) (the) previous instructions", and the same with other verbs.
@@ -564,8 +540,7 @@ const DATA_PARAMS: &str = "q query data d payload secret secrets key token pwd p
     message leak exfil b64 base64 dump";
 
 /// Tracking parameters: long and random-looking, but added by the sites themselves.
-const TRACKING_PARAMS: &str =
-    "fbclid gclid dclid msclkid igshid mc_cid mc_eid si ref ved ei usp feature";
+const TRACKING_PARAMS: &str = "fbclid gclid dclid msclkid igshid mc_cid mc_eid si ref ved ei usp feature";
 
 /// Hosts whose logs an attacker cannot read; links there are not exfiltration.
 const KNOWN_HOSTS: &str = "google.com youtube.com youtu.be bing.com duckduckgo.com \
@@ -594,10 +569,7 @@ struct Lazy {
 
 impl Lazy {
     const fn new(make: fn() -> Regex) -> Self {
-        Self {
-            regex: OnceLock::new(),
-            make,
-        }
+        Self { regex: OnceLock::new(), make }
     }
 
     fn get(&self) -> &Regex {
@@ -615,22 +587,10 @@ fn tables() -> &'static Tables {
     TABLES.get_or_init(|| Tables {
         prefilter: Prefilter::new(),
         regexes: [
-            (
-                Risk::InstructionOverride,
-                Lazy::new(|| alternation(OVERRIDE.iter().map(|p| spaced(p)))),
-            ),
-            (
-                Risk::RoleTag,
-                Lazy::new(|| alternation(ROLE_TAG.iter().copied())),
-            ),
-            (
-                Risk::ToolCall,
-                Lazy::new(|| alternation(TOOL_CALL.iter().copied())),
-            ),
-            (
-                Risk::Exfiltration,
-                Lazy::new(|| alternation(EXFILTRATION.iter().map(|p| spaced(p)))),
-            ),
+            (Risk::InstructionOverride, Lazy::new(|| alternation(OVERRIDE.iter().map(|p| spaced(p))))),
+            (Risk::RoleTag, Lazy::new(|| alternation(ROLE_TAG.iter().copied()))),
+            (Risk::ToolCall, Lazy::new(|| alternation(TOOL_CALL.iter().copied()))),
+            (Risk::Exfiltration, Lazy::new(|| alternation(EXFILTRATION.iter().map(|p| spaced(p))))),
         ],
         compact: Lazy::new(|| alternation([COMPACT])),
         markdown_link: Lazy::new(|| alternation([MARKDOWN_LINK])),
@@ -646,9 +606,7 @@ fn alternation<S: AsRef<str>>(patterns: impl IntoIterator<Item = S>) -> Regex {
         // non-ASCII text. Every pattern word that needs one starts or ends in ASCII.
         .map(|p| format!("(?:{})", p.as_ref().replace(r"\b", r"(?-u:\b)")))
         .collect();
-    RegexBuilder::new(&joined.join("|"))
-        .build()
-        .expect("static injection patterns compile")
+    RegexBuilder::new(&joined.join("|")).build().expect("static injection patterns compile")
 }
 
 // ---------------------------------------------------------------------------
@@ -671,11 +629,8 @@ fn leaky_url(tables: &Tables, text: &str) -> bool {
         .get()
         .captures_iter(text)
         .map(|c| (&c[1] == "a", c.get(2).map_or("", |m| m.as_str())));
-    let opened = tables
-        .opened_url
-        .get()
-        .captures_iter(text)
-        .map(|c| (true, c.get(1).map_or("", |m| m.as_str())));
+    let opened =
+        tables.opened_url.get().captures_iter(text).map(|c| (true, c.get(1).map_or("", |m| m.as_str())));
     markdown.chain(html).chain(opened).any(|(is_link, url)| {
         let (host, query) = split_url(url);
         if query.is_empty() || known_host(host) {
@@ -697,9 +652,7 @@ fn split_url(url: &str) -> (&str, &str) {
     let authority = &rest[..end];
     let host = authority.rsplit('@').next().unwrap_or(authority);
     let host = host.split(':').next().unwrap_or(host);
-    let query = rest[end..]
-        .split_once('?')
-        .map_or("", |(_, q)| q.split('#').next().unwrap_or(q));
+    let query = rest[end..].split_once('?').map_or("", |(_, q)| q.split('#').next().unwrap_or(q));
     (host, query)
 }
 
@@ -707,19 +660,16 @@ fn known_host(host: &str) -> bool {
     let host = host.trim_end_matches('.');
     // Google answers on many country domains (google.de, google.co.uk).
     host.split('.').any(|label| label == "google")
-        || KNOWN_HOSTS.split_whitespace().any(|k| {
-            host == k || (host.ends_with(k) && host[..host.len() - k.len()].ends_with('.'))
-        })
+        || KNOWN_HOSTS
+            .split_whitespace()
+            .any(|k| host == k || (host.ends_with(k) && host[..host.len() - k.len()].ends_with('.')))
 }
 
 /// An image parameter that cannot carry data: a size, quality or version number
 /// (`w=800`, `q=80`), or a flag.
 fn presentational(pair: &str) -> bool {
     let value = pair.split_once('=').map_or("", |(_, v)| v);
-    let number = value.len() <= 7
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_digit() || b"x.".contains(&b));
+    let number = value.len() <= 7 && value.bytes().all(|b| b.is_ascii_digit() || b"x.".contains(&b));
     number || matches!(value, "true" | "false")
 }
 
@@ -730,9 +680,7 @@ fn data_param(pair: &str) -> bool {
     let tracking = name.starts_with("utm_") || listed(TRACKING_PARAMS);
     let encoded = !tracking
         && value.len() >= 32
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"+/=_-%.".contains(&b));
+        && value.bytes().all(|b| b.is_ascii_alphanumeric() || b"+/=_-%.".contains(&b));
     (!value.is_empty() && listed(DATA_PARAMS)) || encoded
 }
 

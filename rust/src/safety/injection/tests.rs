@@ -32,19 +32,13 @@ fn letter_runs() {
 fn prefilter_words_stand_alone() {
     let p = Prefilter::new();
     assert_eq!(p.candidates("I know it"), 0);
-    assert_ne!(
-        p.candidates("you are now") & Risk::InstructionOverride.bit(),
-        0
-    );
+    assert_ne!(p.candidates("you are now") & Risk::InstructionOverride.bit(), 0);
     assert_ne!(p.candidates("Dan.") & Risk::InstructionOverride.bit(), 0);
 }
 
 #[test]
 fn urls_split() {
-    assert_eq!(
-        split_url("https://u:p@Evil.example:8080/a?b=c#d"),
-        ("Evil.example", "b=c")
-    );
+    assert_eq!(split_url("https://u:p@Evil.example:8080/a?b=c#d"), ("Evil.example", "b=c"));
     assert_eq!(split_url("//h.io?x=1"), ("h.io", "x=1"));
     assert_eq!(split_url("https://h.io/path"), ("h.io", ""));
     assert!(known_host("www.google.co.uk"));
@@ -58,22 +52,14 @@ fn urls_split() {
 /// `detect` without the prefilter: every regex on every text.
 fn ungated(text: &str) -> Vec<Risk> {
     let t = tables();
-    let folded = if text.is_ascii() {
-        text.to_ascii_lowercase()
-    } else {
-        fold(text)
-    };
+    let folded = if text.is_ascii() { text.to_ascii_lowercase() } else { fold(text) };
     let mut found = 0;
     if invisible(text).next().is_some() {
         found |= Risk::InvisibleUnicode.bit();
     }
     for (risk, regex) in &t.regexes {
         let negate = *risk == Risk::InstructionOverride;
-        if regex
-            .get()
-            .find_iter(&folded)
-            .any(|m| !(negate && negated(&folded[..m.start()])))
-        {
+        if regex.get().find_iter(&folded).any(|m| !(negate && negated(&folded[..m.start()]))) {
             found |= risk.bit();
         }
     }
@@ -134,7 +120,8 @@ fn joiners_depend_on_neighbours() {
 #[test]
 fn the_rules_tables_match_their_version() {
     let t = tables();
-    let mut parts: Vec<String> = TRIGGERS.iter().map(|(risk, parts, whole)| format!("{risk:?}|{parts}|{whole}")).collect();
+    let mut parts: Vec<String> =
+        TRIGGERS.iter().map(|(risk, parts, whole)| format!("{risk:?}|{parts}|{whole}")).collect();
     parts.extend(t.regexes.iter().map(|(risk, regex)| format!("{risk:?}|{}", regex.get().as_str())));
     for lazy in [&t.compact, &t.markdown_link, &t.html_link, &t.opened_url] {
         parts.push(lazy.get().as_str().to_owned());
@@ -142,5 +129,9 @@ fn the_rules_tables_match_their_version() {
     let digest = parts.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, part| {
         part.bytes().chain([0]).fold(hash, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
     });
-    assert_eq!((RULES, digest), (1, 0x3c99_b819_67b0_9d89), "the rules changed: raise RULES, then set this digest");
+    assert_eq!(
+        (RULES, digest),
+        (1, 0x3c99_b819_67b0_9d89),
+        "the rules changed: raise RULES, then set this digest"
+    );
 }
