@@ -287,9 +287,10 @@ fn a_bulk_save_dedupes_as_single_saves_do() {
     // groups, of entries already stored, in other scopes and without dedupe.
     let item = |i: usize| {
         let text = format!("note {}", (i * 7) % 90);
-        let entry = NewEntry::new(if i % 11 == 0 { format!("  {}  ", text.to_uppercase()) } else { text });
-        let entry = entry.scope(if i % 5 == 0 { "b" } else { "a" });
-        NewEntry { dedupe: i % 13 != 0, ..entry }
+        let entry =
+            NewEntry::new(if i.is_multiple_of(11) { format!("  {}  ", text.to_uppercase()) } else { text });
+        let entry = entry.scope(if i.is_multiple_of(5) { "b" } else { "a" });
+        NewEntry { dedupe: !i.is_multiple_of(13), ..entry }
     };
     let bulk = Memory::open(Config::default()).unwrap();
     let single = Memory::open(Config::default()).unwrap();

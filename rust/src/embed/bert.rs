@@ -46,7 +46,7 @@ impl Config {
             type_vocab: int("type_vocab_size").unwrap_or(2),
             eps: json.get("layer_norm_eps").and_then(serde_json::Value::as_f64).unwrap_or(1e-12),
         };
-        if config.hidden % config.heads != 0 {
+        if !config.hidden.is_multiple_of(config.heads) {
             return Err(bad("hidden_size is not a multiple of num_attention_heads".into()));
         }
         Ok(config)

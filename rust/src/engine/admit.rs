@@ -32,7 +32,7 @@ impl<'q> Admit<'q> {
             .scopes
             .as_ref()
             .is_none_or(|scopes| scopes.iter().any(|s| s.as_deref() == entry.scope.as_deref()));
-        let kind_ok = q.kinds.as_ref().is_none_or(|kinds| kinds.iter().any(|k| *k == entry.kind));
+        let kind_ok = q.kinds.as_ref().is_none_or(|kinds| kinds.contains(&entry.kind));
         let session_ok =
             q.session_id.as_ref().is_none_or(|s| entry.session_id.as_deref() == Some(s.as_str()));
         let time_ok =

@@ -232,7 +232,7 @@ impl Memory {
             |(hit, relevant)| {
                 *relevant
                     && admit.check(&hit.entry)
-                    && !(drop_flagged && !hit.risks.is_empty())
+                    && (!drop_flagged || hit.risks.is_empty())
                     && duplicates.admit(|| self.index.vector(hit.entry.id), &hit.entry.content)
             },
         )?;

@@ -382,7 +382,7 @@ mod tests {
         let doubled = prepared_ahead(
             (0..SAVE_CHUNK + 3).collect(),
             |i: usize| i * 2,
-            |chunks| Ok(chunks.map(|c| c.unwrap()).flatten().collect::<Vec<usize>>()),
+            |chunks| Ok(chunks.flat_map(|c| c.unwrap()).collect::<Vec<usize>>()),
         );
         assert_eq!(doubled.unwrap(), (0..SAVE_CHUNK + 3).map(|i| i * 2).collect::<Vec<_>>());
     }

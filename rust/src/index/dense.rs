@@ -45,6 +45,10 @@ impl Dense {
         self.slots.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
     pub fn dim(&self) -> usize {
         self.dim
     }

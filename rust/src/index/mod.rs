@@ -128,7 +128,7 @@ impl SearchIndex {
     }
 
     fn apply_vectors(&self, changes: &[Change]) {
-        if changes.iter().all(|c| c.vector.is_none()) && self.dense.read().len() == 0 {
+        if changes.iter().all(|c| c.vector.is_none()) && self.dense.read().is_empty() {
             return;
         }
         let mut dense = self.dense.write();

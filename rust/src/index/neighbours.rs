@@ -21,9 +21,14 @@ use crate::store::{Change, ListFilter, Store};
 /// later timestamp in between).
 #[derive(Default)]
 pub(super) struct Neighbours {
-    /// (scope, session) -> the batch's latest entries as (ts, id, content).
-    recent: HashMap<(Option<String>, String), Vec<(i64, i64, String)>>,
+    /// The batch's latest entries of each session.
+    recent: HashMap<SessionKey, Vec<Turn>>,
 }
+
+/// (scope, session).
+type SessionKey = (Option<String>, String);
+/// (timestamp, id, content).
+type Turn = (i64, i64, String);
 
 /// Batch entries kept per session.
 const NEIGHBOURS_KEPT: usize = 8;

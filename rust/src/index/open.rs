@@ -40,7 +40,7 @@ impl SearchIndex {
                 };
                 match opened {
                     Ok(Opened::Trusted(index, payload)) => {
-                        (index.owning(Some(dir)), clean::take(dir, &payload))
+                        ((*index).owning(Some(dir)), clean::take(dir, &payload))
                     }
                     Ok(Opened::Untrusted(why)) => untrusted(&why)?,
                     Err(Error::Index(tantivy::TantivyError::LockFailure(..))) => {
@@ -107,7 +107,7 @@ impl SearchIndex {
         if segments {
             *opened.health.write() = Health::check(checked, dir.display().to_string())?;
         }
-        Ok(Opened::Trusted(opened, payload))
+        Ok(Opened::Trusted(Box::new(opened), payload))
     }
 
     /// A new, empty index at `dir` (whatever was there is deleted) or in RAM.
@@ -199,7 +199,7 @@ impl SearchIndex {
 /// What `open_dir` found.
 enum Opened {
     /// The index, and its last commit's payload.
-    Trusted(SearchIndex, String),
+    Trusted(Box<SearchIndex>, String),
     /// Why the index on disk cannot be trusted.
     Untrusted(String),
 }

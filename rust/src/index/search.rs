@@ -285,6 +285,10 @@ pub fn query_terms(text: &str, stopword_weight: f32) -> Vec<(String, f32)> {
     out
 }
 
+/// One scored field of a tail search: (slot, weight, average length,
+/// [(term, idf, common)]).
+type FieldTerms<'a> = (usize, f32, f32, Vec<(&'a str, f32, bool)>);
+
 fn search_tail(
     tail: &Tail,
     stats: &CombinedStats<'_>,
@@ -297,8 +301,7 @@ fn search_tail(
     }
     let num_docs = stats.num_docs();
     let weights = req.weights();
-    // (slot, weight, average length, [(term, idf, common)]) per scored field.
-    let per_field: Vec<(usize, f32, f32, Vec<(&str, f32, bool)>)> = (0..SCORED_FIELDS)
+    let per_field: Vec<FieldTerms<'_>> = (0..SCORED_FIELDS)
         .filter(|&slot| weights[slot] > 0.0)
         .map(|slot| {
             let field = fields[slot];

@@ -69,7 +69,7 @@ pub(crate) fn luhn_valid(digits: &[u8]) -> bool {
             }
         })
         .sum();
-    !digits.is_empty() && sum % 10 == 0
+    !digits.is_empty() && sum.is_multiple_of(10)
 }
 
 /// Issuer prefixes of the major networks; a Luhn-valid number outside them is more

@@ -20,7 +20,7 @@ pub fn encode(vector: &[f32]) -> Vec<u8> {
 }
 
 pub fn decode(blob: &[u8]) -> Result<Vec<f32>> {
-    if blob.len() % 4 != 0 {
+    if !blob.len().is_multiple_of(4) {
         return Err(Error::Internal(format!("an embedding of {} bytes is not float32", blob.len())));
     }
     Ok(blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())

@@ -18,6 +18,9 @@ use crate::error::{Error, Result};
 use crate::normalize::{content_key, normalize};
 use crate::runtime::block_on;
 
+/// `(id, seq)` of each entry a retention rule evicted.
+pub type Evicted = Vec<(i64, i64)>;
+
 /// The outcome of `Store::update`.
 #[derive(Debug, Clone)]
 pub struct Updated {
@@ -62,7 +65,7 @@ impl Store {
         &self,
         entries: &[PreparedEntry],
         retention: Option<&Retention>,
-    ) -> Result<(Vec<Written>, Vec<(i64, i64)>)> {
+    ) -> Result<(Vec<Written>, Evicted)> {
         let mut written = Vec::with_capacity(entries.len());
         let evicted =
             self.insert_chunks(std::iter::once(Ok(entries)), retention, |_, w| written.extend_from_slice(w))?;
