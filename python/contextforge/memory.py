@@ -567,7 +567,9 @@ class ContextForge:
             raise InvalidInputError("give ttl or expires_at, not both")
         if ttl is not _UNSET:
             if ttl is None:
-                raise InvalidInputError("ttl=None is not an expiry: use expires_at=None to make it permanent")
+                raise InvalidInputError(
+                    "ttl=None is not an expiry: use expires_at=None to make it permanent"
+                )
             patch["expires_at"] = _convert.expiry_us(ttl, None)
         elif expires_at is not _UNSET:
             patch["expires_at"] = _convert.expiry_us(None, expires_at)

@@ -57,7 +57,10 @@ fn matrix_rows(matrix: Option<PyReadonlyArray2<'_, f32>>) -> Option<Vec<Vec<f32>
 
 /// The engine's messages from `(speaker, text)` pairs.
 fn messages(pairs: Vec<(Option<Text>, Text)>) -> Vec<Message> {
-    pairs.into_iter().map(|(speaker, text)| Message { speaker: speaker.map(String::from), text: text.0 }).collect()
+    pairs
+        .into_iter()
+        .map(|(speaker, text)| Message { speaker: speaker.map(String::from), text: text.0 })
+        .collect()
 }
 
 fn hits(found: Vec<Option<crate::entry::Hit>>) -> Vec<Option<Hit>> {
@@ -202,7 +205,8 @@ impl Engine {
         let core = self.core()?;
         let (query, _) = query.0.query();
         quick(py, move |may_wait| {
-            let answer = if may_wait { core.query_timed(&query).map(Some) } else { core.try_query_timed(&query) };
+            let answer =
+                if may_wait { core.query_timed(&query).map(Some) } else { core.try_query_timed(&query) };
             answer.transpose().map(|answer| {
                 let (hits, timings) = answer?;
                 let hits: Vec<Hit> = hits.into_iter().map(Hit::from).collect();
@@ -216,7 +220,8 @@ impl Engine {
         let core = self.core()?;
         let (query, order) = query.0.query();
         quick(py, move |may_wait| {
-            let context = if may_wait { core.context(&query, order).map(Some) } else { core.try_context(&query, order) };
+            let context =
+                if may_wait { core.context(&query, order).map(Some) } else { core.try_context(&query, order) };
             context.transpose().map(|context| context.map(Context::from))
         })
     }
@@ -227,7 +232,12 @@ impl Engine {
     }
 
     /// Applies a `_convert.PatchRecord` and returns the entry as stored.
-    fn update<'py>(&self, py: Python<'py>, id: i64, patch: Record<PatchRecord<'py>>) -> PyResult<Bound<'py, PyAny>> {
+    fn update<'py>(
+        &self,
+        py: Python<'py>,
+        id: i64,
+        patch: Record<PatchRecord<'py>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         let patch = patch.0.into();
         awaitable(py, move || Ok(Hit::from(core.update(id, patch)?)))

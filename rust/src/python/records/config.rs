@@ -61,7 +61,11 @@ impl From<ConfigRecord> for Config {
                 min_relative_relevance: r.min_relative_relevance,
             },
             hybrid: Hybrid { fusion: r.fusion.0, dense_weight: r.dense_weight, rrf_k: r.rrf_k },
-            mmr: Mmr { lambda: r.mmr_lambda, duplicate_similarity: r.duplicate_similarity, window: r.mmr_window },
+            mmr: Mmr {
+                lambda: r.mmr_lambda,
+                duplicate_similarity: r.duplicate_similarity,
+                window: r.mmr_window,
+            },
             depth: r.depth,
             flush_entries: r.flush_entries,
             flush_ms: r.flush_ms,
