@@ -81,7 +81,7 @@ async def test_an_error_arrives_typed_whichever_way_the_result_comes(mem: Contex
 async def test_a_call_never_awaited_leaves_nothing_behind(mem: ContextForge) -> None:
     await mem.save("kept note", scope="s")
     for _ in range(50):
-        mem._engine.count(_convert.list_filter(True, "s", None, None, None, None))
+        mem._engine.count(_convert.list_record("s"))
     gc.collect()
     await asyncio.sleep(0.05)
     assert await mem.count("s") == 1

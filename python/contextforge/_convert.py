@@ -2,17 +2,19 @@
 
 The engine validates again; these checks exist to give Python callers precise,
 typed errors (a ``TypeError`` for a wrong type) before anything reaches Rust.
+Each call crosses into Rust as one record (a dict the binding reads with
+``#[derive(FromPyObject)]``, see ``rust/src/python/records``): ``SaveItem``,
+``QueryRecord``, ``ListRecord``, ``PatchRecord``; a ``Config`` crosses as it is.
+Rust refuses text holding a lone surrogate with ``InvalidInputError``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal, TypedDict, TypeVar, Union
-
-T = TypeVar("T")
+from typing import Any, Literal, TypedDict, Union
 
 from .errors import InvalidInputError, InvalidTypeError
 from .scope import ALL_SCOPES, AllScopes, Scope, ScopeFilter
@@ -110,11 +112,11 @@ def _check_json(value: object, path: str, depth: int) -> None:
     )
 
 
-def scopes(value: Scope) -> list[str | None] | None:
-    """The engine's scope list: ``None`` for ``ALL_SCOPES``; otherwise the scopes
+def scopes(value: Scope) -> list[str | None] | AllScopes:
+    """The engine's scope list: ``ALL_SCOPES`` as it is; otherwise the scopes
     asked for, where ``None`` stands for global (unscoped) entries."""
     if value is ALL_SCOPES:
-        return None
+        return value
     if value is None or isinstance(value, str):
         return [value]
     if isinstance(value, Sequence):
@@ -133,16 +135,16 @@ def scopes(value: Scope) -> list[str | None] | None:
     )
 
 
-def scope_filter(value: ScopeFilter) -> tuple[bool, str | None]:
-    """``list``/``count``'s scope: ``(False, None)`` for every scope, ``(True, scope)``
-    for one (``None``: global entries)."""
+def scope_filter(value: ScopeFilter) -> ScopeFilter:
+    """``list``/``count``'s scope, checked: ``ALL_SCOPES``, one scope, or ``None``
+    for global entries."""
     if value is ALL_SCOPES:
-        return False, None
+        return value
     if isinstance(value, AllScopes) or (value is not None and not isinstance(value, str)):
         raise InvalidTypeError(
             f"scope must be a str, None or ALL_SCOPES, not {type(value).__name__}"
         )
-    return True, value
+    return value
 
 
 class SaveItem(TypedDict):
@@ -250,25 +252,27 @@ def ids(values: object) -> list[int]:
     return out
 
 
-Filter = tuple[bool, Union[str, None], Union[str, None], Union[str, None], Union[int, None], Union[int, None]]
+class ListRecord(TypedDict):
+    """Which entries ``list`` and ``count`` see (``records::ListRecord``)."""
+
+    scope: ScopeFilter
+    kind: str | None
+    session_id: str | None
+    since: int | None
+    until: int | None
 
 
-def list_filter(
-    has_scope: bool,
-    scope: object,
-    kind: object,
-    session_id: object,
-    since: Any,
-    until: Any,
-) -> Filter:
-    return (
-        has_scope,
-        optional_text("scope", scope),
-        optional_text("kind", kind),
-        optional_text("session_id", session_id),
-        timestamp_us("since", since),
-        timestamp_us("until", until),
-    )
+def list_record(
+    scope: ScopeFilter, kind: object = None, session_id: object = None, since: Any = None,
+    until: Any = None,
+) -> ListRecord:
+    return {
+        "scope": scope_filter(scope),
+        "kind": optional_text("kind", kind),
+        "session_id": optional_text("session_id", session_id),
+        "since": timestamp_us("since", since),
+        "until": timestamp_us("until", until),
+    }
 
 
 def choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
@@ -279,22 +283,35 @@ def choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def query_args(q: object, scope: Scope, budget: object) -> tuple[str, list[str | None] | None, int]:
-    return text("q", q), scopes(scope), positive_int("budget", budget)
-
-
-class QueryOptions(TypedDict):
+class _Query(TypedDict):
+    text: str
+    scopes: list[str | None] | AllScopes
+    budget: int
+    limit: int | None
     now: int | None
     depth: int | None
     kinds: list[str] | None
     session_id: str | None
     since: int | None
     until: int | None
-    metadata: str | None
+    metadata: str | None  # JSON text
     on_injection: str
 
 
-def query_options(
+class QueryRecord(_Query, total=False):
+    """What ``query`` and ``context`` ask (``records::QueryRecord``); ``explain``
+    is ``query``'s, ``order`` is ``context``'s."""
+
+    explain: bool
+    order: str
+    embedding: Any  # a float32 vector
+
+
+def query_record(
+    q: object,
+    scope: Scope,
+    budget: object,
+    limit: object,
     now: Any,
     depth: object,
     kinds: object,
@@ -303,9 +320,12 @@ def query_options(
     until: Any,
     metadata: object,
     on_injection: object,
-) -> QueryOptions:
-    """The keyword options shared by ``query`` and ``context``, checked."""
+) -> QueryRecord:
+    """The arguments shared by ``query`` and ``context``, checked."""
     return {
+        "text": text("q", q),
+        "scopes": scopes(scope),
+        "budget": positive_int("budget", budget),
         "now": timestamp_us("now", now),
         "depth": None if depth is None else positive_int("depth", depth),
         "kinds": None if kinds is None else text_list("kinds", kinds),
@@ -314,18 +334,18 @@ def query_options(
         "until": timestamp_us("until", until),
         "metadata": metadata_json(metadata),
         "on_injection": choice("on_injection", on_injection, ("flag", "drop")),
+        "limit": None if limit is None else positive_int("limit", limit),
     }
 
 
-def call(make: Callable[[], Awaitable[T]]) -> Awaitable[T]:
-    """Starts a core call, turning Rust's refusal of unencodable text into our error."""
-    try:
-        return make()
-    except UnicodeEncodeError as err:
-        raise InvalidInputError("text must be valid Unicode (it holds a lone surrogate)") from err
-    except TypeError as err:  # a field of a record (a save item) that would not encode
-        if isinstance(err.__cause__, UnicodeEncodeError):
-            raise InvalidInputError(
-                "text must be valid Unicode (it holds a lone surrogate)"
-            ) from err.__cause__
-        raise
+class PatchRecord(TypedDict, total=False):
+    """What ``update`` changes (``records::PatchRecord``): a key left out keeps
+    that field; ``None`` for ``metadata``, ``scope`` or ``expires_at`` removes it."""
+
+    content: str | None
+    kind: str | None
+    metadata: str | None  # JSON text
+    scope: str | None
+    expires_at: int | None
+    scrub: bool
+    embedding: Any  # a float32 vector

@@ -8,6 +8,9 @@ from typing import Any, TypedDict, final
 import numpy
 import numpy.typing as npt
 
+from contextforge._convert import ListRecord, PatchRecord, QueryRecord, SaveItem
+from contextforge.config import Config
+
 __all__ = [
     "Context", "Embedder", "Engine", "Hit", "_rebuild_hit", "_shutdown", "__build__", "__version__",
     "default_config",
@@ -61,7 +64,7 @@ class Hit:
     def explain(self) -> dict[str, float] | None:
         """With ``explain=True``: relevance, bm25 (the content's), bm25_context (what
         the previous turns and the date add), dense, recency, diversity (0 until
-        MMR), final, rank."""
+        MMR), final, rank (the keys of ``_Explain``)."""
     @property
     def risks(self) -> list[str]:
         """Prompt-injection risks found in the content, e.g. ``["instruction_override"]``."""
@@ -105,60 +108,39 @@ class Context:
     def unknown_citations(self, answer: str) -> list[str]:
         """Citation ids in ``answer`` that are not in this block."""
 
-class _Item(TypedDict):
-    """One entry for `save_detailed` (`_convert.SaveItem`)."""
+class _Timings(TypedDict):
+    """Where a query's time went, in microseconds (``records::TimingsRecord``):
+    ``Hits.timings``."""
 
-    content: str
-    kind: str
-    scope: str | None
-    session_id: str | None
-    metadata: str | None
-    timestamp: int | None
-    expires_at: int | None
-    dedupe: bool
-    id: int | None
-    scrub: bool
-_Filter = tuple[bool, str | None, str | None, str | None, int | None, int | None]
+    sync_us: float
+    search_us: float
+    pack_us: float
+    total_us: float
+
+class _ExplainParts(TypedDict):
+    relevance: float
+    bm25: float
+    bm25_context: float
+    recency: float
+    diversity: float
+    final: float
+    rank: int
+
+class _Explain(_ExplainParts, total=False):
+    """A hit's score parts (``records::ExplainRecord``): ``Hit.explain``; ``dense``
+    only in a hybrid query."""
+
+    dense: float
+
 _Matrix = npt.NDArray[numpy.float32]
-_Vector = npt.NDArray[numpy.float32]
 
 @final
 class Engine:
     """A handle on an open store. Timestamps are microseconds since the epoch."""
 
     @staticmethod
-    def open(
-        path: str,
-        *,
-        auth_token: str | None,
-        index_dir: str | None,
-        tokenizer: str,
-        recency_weight: float,
-        recency_half_life_days: float,
-        depth: int,
-        flush_entries: int,
-        flush_ms: int,
-        busy_timeout_ms: int,
-        scrub: bool,
-        scrub_pii: bool | None,
-        scrub_metadata: bool,
-        max_entries_per_scope: int | None,
-        eviction: str,
-        stopword_weight: float | None = None,
-        context_weight: float | None = None,
-        date_weight: float | None = None,
-        reply_weight: float | None = None,
-        session_weight: float | None = None,
-        min_relevance: float | None = None,
-        min_relative_relevance: float | None = None,
-        fusion: str | None = None,
-        dense_weight: float | None = None,
-        rrf_k: float | None = None,
-        mmr_lambda: float | None = None,
-        duplicate_similarity: float | None = None,
-        mmr_window: int | None = None,
-        read_only: bool = False,
-    ) -> Awaitable[Engine]: ...
+    def open(config: Config) -> Awaitable[Engine]:
+        """Opens a store from a `contextforge.Config` (read by attribute)."""
     @property
     def scrub_pii(self) -> bool:
         """Whether saves scrub personal data (``scrub_pii`` as resolved on open)."""
@@ -175,45 +157,13 @@ class Engine:
     def missing_vectors(self, after: int, limit: int) -> Awaitable[list[tuple[int, str]]]:
         """`(id, content)` of up to `limit` entries without a vector, after id `after`."""
     def vector_count(self) -> Awaitable[int]: ...
-    def query(
-        self,
-        text: str,
-        scopes: list[str | None] | None,
-        budget: int,
-        *,
-        limit: int | None = None,
-        now: int | None = None,
-        depth: int | None = None,
-        kinds: list[str] | None = None,
-        session_id: str | None = None,
-        since: int | None = None,
-        until: int | None = None,
-        metadata: str | None = None,
-        on_injection: str = "flag",
-        explain: bool = False,
-        embedding: _Vector | None = None,
-    ) -> Awaitable[tuple[list[Hit], dict[str, float] | None]]: ...
-    def context(
-        self,
-        text: str,
-        scopes: list[str | None] | None,
-        budget: int,
-        *,
-        order: str = "score",
-        limit: int | None = None,
-        now: int | None = None,
-        depth: int | None = None,
-        kinds: list[str] | None = None,
-        session_id: str | None = None,
-        since: int | None = None,
-        until: int | None = None,
-        metadata: str | None = None,
-        on_injection: str = "flag",
-        embedding: _Vector | None = None,
-    ) -> Awaitable[Context]: ...
+    def query(self, query: QueryRecord) -> Awaitable[tuple[list[Hit], _Timings | None]]:
+        """Answers a `_convert.query_record`: `(hits, timings)`, the timings with `explain`."""
+    def context(self, query: QueryRecord) -> Awaitable[Context]:
+        """Renders the hits of a `_convert.query_record` (with its `order`) as a `Context`."""
     def get_many(self, ids: list[int]) -> Awaitable[list[Hit | None]]: ...
     def save_detailed(
-        self, items: list[_Item], embeddings: _Matrix | None = None
+        self, items: list[SaveItem], embeddings: _Matrix | None = None
     ) -> Awaitable[list[tuple[int, bool]]]:
         """Saves entries in one transaction, returning `(id, created)` per item."""
     def distill_chunks(
@@ -230,28 +180,16 @@ class Engine:
         summary_sentences: int,
     ) -> Awaitable[tuple[str, list[tuple[str, str, float, int]]]]:
         """The offline extractor: `(summary, [(kind, text, score, message)])`."""
-    def update(
-        self,
-        id: int,
-        *,
-        content: str | None,
-        kind: str | None,
-        metadata: tuple[bool, str | None],
-        scope: tuple[bool, str | None],
-        expires_at: tuple[bool, int | None] = ...,
-        scrub: bool = True,
-        embedding: _Vector | None = None,
-    ) -> Awaitable[Hit]:
-        """`metadata`/`scope`/`expires_at` take (given?, value) so that `None` can
-        mean "remove"."""
+    def update(self, id: int, patch: PatchRecord) -> Awaitable[Hit]:
+        """Applies a `_convert.PatchRecord` and returns the entry as stored."""
     def delete_many(self, ids: list[int]) -> Awaitable[list[bool]]: ...
     def purge_expired(self, now: int | None = None) -> Awaitable[int]: ...
     def clear_scope(self, scope: str) -> Awaitable[int]: ...
     def clear_all(self) -> Awaitable[int]: ...
-    def count(self, filter: _Filter) -> Awaitable[int]: ...
+    def count(self, filter: ListRecord) -> Awaitable[int]: ...
     def scopes(self) -> Awaitable[list[tuple[str | None, int]]]: ...
     def list_page(
-        self, filter: _Filter, after: tuple[int, int] | None, limit: int
+        self, filter: ListRecord, after: tuple[int, int] | None, limit: int
     ) -> Awaitable[tuple[list[Hit], tuple[int, int] | None]]:
         """One page, newest first, after the (timestamp_us, id) cursor."""
     def flush(self) -> Awaitable[None]: ...
@@ -261,7 +199,8 @@ class Engine:
     def closed(self) -> bool: ...
 
 def default_config() -> dict[str, Any]:
-    """The engine's default settings."""
+    """The engine's defaults, as a dict of `Config`'s names, so the Python config can be
+    checked against them."""
 
 def _shutdown() -> None:
     """Registered with atexit: waits for in-flight results to be delivered."""

@@ -6,9 +6,8 @@ import dataclasses
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
-from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from . import _convert, _core
 from ._convert import ContextOrder, InjectionPolicy, Timestamp
@@ -34,8 +33,6 @@ _SAVE_KEYS = frozenset(
 _UNSET: Any = object()
 _PAGE = 500
 
-
-_call = _convert.call
 
 
 class ContextForge:
@@ -101,39 +98,7 @@ class ContextForge:
         config = Config.coerce(target)
         if not isinstance(reembed, bool):
             raise InvalidTypeError(f"reembed must be a bool, not {type(reembed).__name__}")
-        engine = await _call(
-            lambda: _core.Engine.open(
-                config.path,
-                auth_token=config.auth_token,
-                index_dir=config.index_dir,
-                tokenizer=config.tokenizer,
-                recency_weight=config.recency_weight,
-                recency_half_life_days=config.recency_half_life_days,
-                depth=config.depth,
-                flush_entries=config.flush_entries,
-                flush_ms=config.flush_ms,
-                busy_timeout_ms=config.busy_timeout_ms,
-                scrub=config.scrub,
-                scrub_pii=config.scrub_pii,
-                scrub_metadata=config.scrub_metadata,
-                max_entries_per_scope=config.max_entries_per_scope,
-                eviction=config.eviction,
-                stopword_weight=config.stopword_weight,
-                context_weight=config.context_weight,
-                date_weight=config.date_weight,
-                reply_weight=config.reply_weight,
-                session_weight=config.session_weight,
-                min_relevance=config.min_relevance,
-                min_relative_relevance=config.min_relative_relevance,
-                fusion=config.fusion,
-                dense_weight=config.dense_weight,
-                rrf_k=config.rrf_k,
-                mmr_lambda=config.mmr_lambda,
-                duplicate_similarity=config.duplicate_similarity,
-                mmr_window=config.mmr_window,
-                read_only=config.read_only,
-            )
-        )
+        engine = await _core.Engine.open(config)
         if config.scrub_pii is None:  # taken from the store: say what it was
             config = dataclasses.replace(config, scrub_pii=engine.scrub_pii)
         store = cls(engine, config)
@@ -174,7 +139,7 @@ class ContextForge:
         embedder = self._config.embedder
         if embedder is None or not texts:
             return None
-        clean = texts if scrubbed else await _call(lambda: self._engine.scrub(texts))
+        clean = texts if scrubbed else await self._engine.scrub(texts)
         return await embed(embedder, clean, self._config.embed_batch_size)
 
     async def _query_vector(self, q: str, embedding: Vector | None) -> Any:
@@ -297,7 +262,7 @@ class ContextForge:
             vectors: Vectors | None = as_vector(embedding)[None, :]
         else:
             vectors = await self._embed([item["content"]], scrubbed=not item["scrub"])
-        [(entry_id, created)] = await _call(lambda: self._engine.save_detailed([item], vectors))
+        [(entry_id, created)] = await self._engine.save_detailed([item], vectors)
         return Saved(entry_id, created)
 
     async def save_many(self, items: Iterable[Mapping[str, Any]]) -> list[Saved]:
@@ -345,7 +310,7 @@ class ContextForge:
         if not prepared:
             return []
         vectors = await self._item_vectors(prepared, given)
-        saving = _call(partial(self._engine.save_detailed, prepared, vectors))
+        saving = self._engine.save_detailed(prepared, vectors)
         # The engine has taken its own copy: let this one go while it saves.
         del prepared, given, vectors
         saved = await saving
@@ -435,20 +400,14 @@ class ContextForge:
         every matching entry is a candidate. BM25 statistics are the whole store's:
         the order may differ from a store that holds only the matching entries.
         """
-        args = _convert.query_args(q, scope, budget)
-        opts = _convert.query_options(
-            now, depth, kinds, session_id, since, until, metadata, on_injection
+        record = _convert.query_record(
+            q, scope, budget, limit, now, depth, kinds, session_id, since, until, metadata,
+            on_injection,
         )
-        if not isinstance(explain, bool):
-            raise InvalidTypeError(f"explain must be a bool, not {type(explain).__name__}")
-        cap = None if limit is None else _convert.positive_int("limit", limit)
-        vector = await self._query_vector(args[0], embedding)
-        hits, timings = await _call(
-            lambda: self._engine.query(
-                *args, **opts, limit=cap, explain=explain, embedding=vector
-            )
-        )
-        return Hits(hits, timings)
+        record["explain"] = _convert.flag("explain", explain)
+        record["embedding"] = await self._query_vector(record["text"], embedding)
+        hits, timings = await self._engine.query(record)
+        return Hits(hits, cast("dict[str, float] | None", timings))
 
     async def context(
         self,
@@ -502,18 +461,13 @@ class ContextForge:
         The other arguments are :meth:`query`'s. Check a model's answer against the
         block with :func:`contextforge.verify_citations`.
         """
-        args = _convert.query_args(q, scope, budget)
-        opts = _convert.query_options(
-            now, depth, kinds, session_id, since, until, metadata, on_injection
+        record = _convert.query_record(
+            q, scope, budget, limit, now, depth, kinds, session_id, since, until, metadata,
+            on_injection,
         )
-        how = _convert.choice("order", order, ("score", "chronological", "edges"))
-        cap = None if limit is None else _convert.positive_int("limit", limit)
-        vector = await self._query_vector(args[0], embedding)
-        return await _call(
-            lambda: self._engine.context(
-                *args, order=how, limit=cap, **opts, embedding=vector
-            )
-        )
+        record["order"] = _convert.choice("order", order, ("score", "chronological", "edges"))
+        record["embedding"] = await self._query_vector(record["text"], embedding)
+        return await self._engine.context(record)
 
     async def distill_and_save(
         self,
@@ -601,35 +555,35 @@ class ContextForge:
             NotFound: (a ``KeyError``) when no entry has this id.
         """
         [entry_id] = _convert.ids([id])
-        new_content = _convert.optional_text("content", content)
-        new_kind = _convert.optional_text("kind", kind)
-        meta = (False, None) if metadata is _UNSET else (True, _convert.metadata_json(metadata))
-        new_scope = (False, None) if scope is _UNSET else (True, _convert.optional_text("scope", scope))
+        patch: _convert.PatchRecord = {
+            "content": _convert.optional_text("content", content),
+            "kind": _convert.optional_text("kind", kind),
+        }
+        if metadata is not _UNSET:
+            patch["metadata"] = _convert.metadata_json(metadata)
+        if scope is not _UNSET:
+            patch["scope"] = _convert.optional_text("scope", scope)
         if ttl is not _UNSET and expires_at is not _UNSET:
             raise InvalidInputError("give ttl or expires_at, not both")
         if ttl is not _UNSET:
             if ttl is None:
-                raise InvalidInputError("ttl=None is not an expiry: use expires_at=None to make it permanent")
-            expiry: tuple[bool, int | None] = (True, _convert.expiry_us(ttl, None))
+                raise InvalidInputError(
+                    "ttl=None is not an expiry: use expires_at=None to make it permanent"
+                )
+            patch["expires_at"] = _convert.expiry_us(ttl, None)
         elif expires_at is not _UNSET:
-            expiry = (True, _convert.expiry_us(None, expires_at))
-        else:
-            expiry = (False, None)
-        do_scrub = _convert.flag("scrub", scrub)
-        vector: Any = None
+            patch["expires_at"] = _convert.expiry_us(None, expires_at)
+        patch["scrub"] = _convert.flag("scrub", scrub)
+        new_content = patch["content"]
         if embedding is not None:
             if new_content is None:
                 raise InvalidInputError("an embedding can only come with new content")
-            vector = as_vector(embedding)
+            patch["embedding"] = as_vector(embedding)
         elif new_content is not None:
-            made = await self._embed([new_content], scrubbed=not do_scrub)
-            vector = None if made is None else made[0]
-        return await _call(
-            lambda: self._engine.update(
-                entry_id, content=new_content, kind=new_kind, metadata=meta, scope=new_scope,
-                expires_at=expiry, scrub=do_scrub, embedding=vector,
-            )
-        )
+            made = await self._embed([new_content], scrubbed=not patch["scrub"])
+            if made is not None:
+                patch["embedding"] = made[0]
+        return await self._engine.update(entry_id, patch)
 
     async def delete(self, id: int) -> bool:
         """Deletes an entry; returns whether it existed. It is gone from the very
@@ -650,8 +604,7 @@ class ContextForge:
     async def clear_scope(self, scope: str) -> int:
         """Deletes every entry of exactly ``scope`` (no prefixes, no wildcards) and
         returns how many. Global entries are never touched."""
-        label = _convert.label("scope", scope)
-        return await _call(lambda: self._engine.clear_scope(label))
+        return await self._engine.clear_scope(_convert.label("scope", scope))
 
     async def clear_all(self, *, confirm: bool) -> int:
         """Deletes every entry of every scope. Requires ``confirm=True``."""
@@ -678,12 +631,11 @@ class ContextForge:
         memory stays bounded however large the store is. ``scope`` is one scope,
         ``None`` for global entries, or ``ALL_SCOPES`` (the default) for every
         scope. Entries with equal timestamps come newest id first."""
-        filt = _convert.list_filter(*_convert.scope_filter(scope), kind, session_id, since, until)
+        record = _convert.list_record(scope, kind, session_id, since, until)
         size = _convert.positive_int("page_size", page_size)
         cursor: tuple[int, int] | None = None
         while True:
-            after = cursor
-            page, cursor = await _call(lambda: self._engine.list_page(filt, after, size))
+            page, cursor = await self._engine.list_page(record, cursor, size)
             for entry in page:
                 yield entry
             if cursor is None or len(page) < size:
@@ -692,8 +644,7 @@ class ContextForge:
     async def count(self, scope: ScopeFilter = ALL_SCOPES) -> int:
         """The number of live entries: in every scope by default (``ALL_SCOPES``),
         in one scope when given, or global entries for ``scope=None``."""
-        filt = _convert.list_filter(*_convert.scope_filter(scope), None, None, None, None)
-        return await _call(lambda: self._engine.count(filt))
+        return await self._engine.count(_convert.list_record(scope))
 
     async def flush(self) -> None:
         """Commits pending search-index changes now.

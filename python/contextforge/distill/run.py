@@ -64,7 +64,7 @@ async def distill_into(
         raise InvalidInputError("the transcript is empty")
 
     # Secrets are redacted here, in Rust, before any model sees the text.
-    clean, chunks = await _convert.call(lambda: engine.distill_chunks(pairs, budget))
+    clean, chunks = await engine.distill_chunks(pairs, budget)
     if distiller is None:
         result, sources = await _extract(engine, clean, chunks)
     else:
@@ -88,7 +88,7 @@ async def distill_into(
     prepared = [_convert.save_item(**item) for item in items]
     vectors = None if embed is None else await embed([p["content"] for p in prepared])
     # One transaction: all or nothing.
-    outcome = await _convert.call(lambda: engine.save_detailed(prepared, vectors))
+    outcome = await engine.save_detailed(prepared, vectors)
     saved: list[SavedItem] = []
     skipped: list[SavedItem] = []
     for item, (entry_id, created) in zip(items, outcome):
@@ -104,7 +104,7 @@ async def _extract(
 ) -> tuple[Distillation, tuple[int, ...]]:
     """The offline extractor over the whole transcript; each fact is attributed
     to the chunk that holds its message."""
-    summary, facts = await _convert.call(lambda: engine.distill_extract(clean, 20, 300, 3))
+    summary, facts = await engine.distill_extract(clean, 20, 300, 3)
     chunk_of: dict[int, int] = {}
     for index, (messages, _, _, _) in enumerate(chunks):
         for message in messages:

@@ -4,40 +4,21 @@
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
 use super::call::{awaitable, quick};
+use super::context::Context;
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
-use crate::config::{Config, Eviction, Fusion, Hybrid, Mmr, Recency, Retrieval, Scrub, TokenizerSpec};
-use super::context::Context;
-use crate::engine::{Memory as Core, InjectionPolicy, ListFilter, Patch, Query};
-use crate::render::Order;
+use super::records::{
+    strings, ConfigRecord, ItemRecord, ListRecord, PatchRecord, QueryRecord, Record, Text, TimingsRecord,
+};
+use crate::config::Config;
 use crate::distill::{ExtractOptions, Message};
+use crate::engine::Memory as Core;
 use crate::entry::{Micros, NewEntry};
 use crate::error::Error;
-
-/// One item for `save_many`, read from a dict with these keys (Python's
-/// `_convert.SaveItem`).
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-struct Item {
-    content: String,
-    kind: String,
-    scope: Option<String>,
-    session_id: Option<String>,
-    /// JSON text.
-    metadata: Option<String>,
-    timestamp: Option<Micros>,
-    expires_at: Option<Micros>,
-    dedupe: bool,
-    id: Option<i64>,
-    scrub: bool,
-}
-
-/// A `list`/`count` filter: (scope given?, scope, kind, session_id, since, until).
-type Filter = (bool, Option<String>, Option<String>, Option<String>, Option<Micros>, Option<Micros>);
 
 #[pyclass(frozen, module = "contextforge._core")]
 pub struct Engine {
@@ -50,41 +31,10 @@ impl Engine {
     }
 }
 
-/// The filters `query` and `context` share, as the bindings receive them.
-struct Filters {
-    kinds: Option<Vec<String>>,
-    session_id: Option<String>,
-    since: Option<Micros>,
-    until: Option<Micros>,
-    metadata: Option<String>,
-}
-
-impl Filters {
-    #[allow(clippy::too_many_arguments)]
-    fn query(
-        self,
-        text: String,
-        scopes: Option<Vec<Option<String>>>,
-        budget: u64,
-        limit: Option<usize>,
-        now: Option<Micros>,
-        depth: Option<usize>,
-        injection: InjectionPolicy,
-        explain: bool,
-        embedding: Option<Vec<f32>>,
-    ) -> Query {
-        let Filters { kinds, session_id, since, until, metadata } = self;
-        Query {
-            text, scopes, budget, limit, now, depth, kinds, session_id, since, until, metadata, injection, explain,
-            embedding,
-        }
-    }
-}
-
 type ChunkTuple = (Vec<usize>, String, u32, Option<(usize, usize)>);
 
 /// The items of `save_many`, each with its row of `embeddings` when given.
-fn new_entries(items: Vec<Item>, embeddings: Option<Vec<Vec<f32>>>) -> PyResult<Vec<NewEntry>> {
+fn new_entries(items: Vec<ItemRecord>, embeddings: Option<Vec<Vec<f32>>>) -> PyResult<Vec<NewEntry>> {
     if let Some(rows) = &embeddings {
         if rows.len() != items.len() {
             return Err(to_py(Error::invalid(format!(
@@ -95,25 +45,7 @@ fn new_entries(items: Vec<Item>, embeddings: Option<Vec<Vec<f32>>>) -> PyResult<
         }
     }
     let mut rows = embeddings.map(Vec::into_iter);
-    Ok(items
-        .into_iter()
-        .map(|i| {
-            let embedding = rows.as_mut().and_then(Iterator::next);
-            NewEntry {
-                content: i.content,
-                kind: i.kind,
-                scope: i.scope,
-                session_id: i.session_id,
-                metadata: i.metadata,
-                timestamp: i.timestamp,
-                expires_at: i.expires_at,
-                dedupe: i.dedupe,
-                embedding,
-                id: i.id,
-                scrub: i.scrub,
-            }
-        })
-        .collect())
+    Ok(items.into_iter().map(|item| item.entry(rows.as_mut().and_then(Iterator::next))).collect())
 }
 
 /// The rows of a float32 matrix.
@@ -123,98 +55,24 @@ fn matrix_rows(matrix: Option<PyReadonlyArray2<'_, f32>>) -> Option<Vec<Vec<f32>
     Some(view.rows().into_iter().map(|row| row.to_vec()).collect())
 }
 
-fn vector(v: Option<PyReadonlyArray1<'_, f32>>) -> Option<Vec<f32>> {
-    v.map(|v| v.as_array().to_vec())
+/// The engine's messages from `(speaker, text)` pairs.
+fn messages(pairs: Vec<(Option<Text>, Text)>) -> Vec<Message> {
+    pairs
+        .into_iter()
+        .map(|(speaker, text)| Message { speaker: speaker.map(String::from), text: text.0 })
+        .collect()
 }
 
 fn hits(found: Vec<Option<crate::entry::Hit>>) -> Vec<Option<Hit>> {
     found.into_iter().map(|h| h.map(Hit::lookup)).collect()
 }
 
-fn list_filter((has_scope, scope, kind, session_id, since, until): Filter) -> ListFilter {
-    ListFilter { scope: has_scope.then_some(scope), kind, session_id, since, until, alive_at: None }
-}
-
 #[pymethods]
 impl Engine {
+    /// Opens a store from a `contextforge.Config` (read by attribute).
     #[staticmethod]
-    #[pyo3(signature = (path, *, auth_token, index_dir, tokenizer, recency_weight, recency_half_life_days, depth, flush_entries, flush_ms, busy_timeout_ms, scrub, scrub_pii, scrub_metadata, max_entries_per_scope, eviction, stopword_weight=None, context_weight=None, date_weight=None, reply_weight=None, session_weight=None, min_relevance=None, min_relative_relevance=None, fusion=None, dense_weight=None, rrf_k=None, mmr_lambda=None, duplicate_similarity=None, mmr_window=None, read_only=false))]
-    #[allow(clippy::too_many_arguments)]
-    fn open(
-        py: Python<'_>,
-        path: String,
-        auth_token: Option<String>,
-        index_dir: Option<String>,
-        tokenizer: String,
-        recency_weight: f32,
-        recency_half_life_days: f32,
-        depth: usize,
-        flush_entries: usize,
-        flush_ms: u64,
-        busy_timeout_ms: u64,
-        scrub: bool,
-        scrub_pii: Option<bool>,
-        scrub_metadata: bool,
-        max_entries_per_scope: Option<usize>,
-        eviction: String,
-        stopword_weight: Option<f32>,
-        context_weight: Option<f32>,
-        date_weight: Option<f32>,
-        reply_weight: Option<f32>,
-        session_weight: Option<f32>,
-        min_relevance: Option<f32>,
-        min_relative_relevance: Option<f32>,
-        fusion: Option<String>,
-        dense_weight: Option<f32>,
-        rrf_k: Option<f32>,
-        mmr_lambda: Option<f32>,
-        duplicate_similarity: Option<f32>,
-        mmr_window: Option<usize>,
-        read_only: bool,
-    ) -> PyResult<Bound<'_, PyAny>> {
-        let h = Hybrid::default();
-        let hybrid = Hybrid {
-            fusion: fusion.as_deref().map(Fusion::parse).transpose().map_err(to_py)?.unwrap_or(h.fusion),
-            dense_weight: dense_weight.unwrap_or(h.dense_weight),
-            rrf_k: rrf_k.unwrap_or(h.rrf_k),
-        };
-        let m = Mmr::default();
-        let mmr = Mmr {
-            lambda: mmr_lambda.unwrap_or(m.lambda),
-            duplicate_similarity: duplicate_similarity.unwrap_or(m.duplicate_similarity),
-            window: mmr_window.unwrap_or(m.window),
-        };
-        let d = Retrieval::default();
-        let retrieval = Retrieval {
-            stopword_weight: stopword_weight.unwrap_or(d.stopword_weight),
-            context_weight: context_weight.unwrap_or(d.context_weight),
-            date_weight: date_weight.unwrap_or(d.date_weight),
-            reply_weight: reply_weight.unwrap_or(d.reply_weight),
-            session_weight: session_weight.unwrap_or(d.session_weight),
-            min_relevance: min_relevance.unwrap_or(d.min_relevance),
-            min_relative_relevance: min_relative_relevance.unwrap_or(d.min_relative_relevance),
-        };
-        let eviction = Eviction::parse(&eviction).map_err(to_py)?;
-        let tokenizer = TokenizerSpec::parse(&tokenizer).map_err(to_py)?;
-        let config = Config {
-            path,
-            auth_token,
-            index_dir: index_dir.map(Into::into),
-            tokenizer,
-            recency: Recency { weight: recency_weight, half_life_days: recency_half_life_days },
-            retrieval,
-            hybrid,
-            mmr,
-            depth,
-            flush_entries,
-            flush_ms,
-            busy_timeout_ms,
-            scrub: Scrub { secrets: scrub, pii: scrub_pii.unwrap_or(false), metadata: scrub_metadata },
-            scrub_pii_from_store: scrub_pii.is_none(),
-            max_entries_per_scope,
-            eviction,
-            read_only,
-        };
+    fn open(py: Python<'_>, config: Record<ConfigRecord>) -> PyResult<Bound<'_, PyAny>> {
+        let config = Config::from(config.0);
         awaitable(py, move || {
             let core = Core::open(config)?;
             Ok(Engine { core: RwLock::new(Some(Arc::new(core))) })
@@ -239,17 +97,18 @@ impl Engine {
     fn save_detailed<'py>(
         &self,
         py: Python<'py>,
-        items: Vec<Item>,
+        items: Record<Vec<ItemRecord>>,
         embeddings: Option<PyReadonlyArray2<'py, f32>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        let entries = new_entries(items, matrix_rows(embeddings))?;
+        let entries = new_entries(items.0, matrix_rows(embeddings))?;
         awaitable(py, move || core.save_detailed(entries))
     }
 
     /// Content as it would be stored: secrets (and PII when configured) redacted.
-    fn scrub<'py>(&self, py: Python<'py>, texts: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
+    fn scrub<'py>(&self, py: Python<'py>, texts: Vec<Text>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
+        let texts = strings(texts);
         awaitable(py, move || Ok(texts.into_iter().map(|t| core.scrub_content(t)).collect::<Vec<_>>()))
     }
 
@@ -263,11 +122,12 @@ impl Engine {
     fn set_embedder<'py>(
         &self,
         py: Python<'py>,
-        name: String,
+        name: Text,
         dim: usize,
         replace: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
+        let name = name.0;
         awaitable(py, move || core.set_embedder(&name, dim, replace))
     }
 
@@ -301,12 +161,11 @@ impl Engine {
     fn distill_chunks<'py>(
         &self,
         py: Python<'py>,
-        pairs: Vec<(Option<String>, String)>,
+        pairs: Vec<(Option<Text>, Text)>,
         max_tokens: u32,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        let messages: Vec<Message> =
-            pairs.into_iter().map(|(speaker, text)| Message { speaker, text }).collect();
+        let messages = messages(pairs);
         awaitable(py, move || {
             let clean = core.scrub_transcript(&messages)?;
             let chunks = core.chunk_transcript(&clean, max_tokens)?;
@@ -322,14 +181,13 @@ impl Engine {
     fn distill_extract<'py>(
         &self,
         py: Python<'py>,
-        pairs: Vec<(Option<String>, String)>,
+        pairs: Vec<(Option<Text>, Text)>,
         max_facts: usize,
         max_fact_chars: usize,
         summary_sentences: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        let messages: Vec<Message> =
-            pairs.into_iter().map(|(speaker, text)| Message { speaker, text }).collect();
+        let messages = messages(pairs);
         let options = ExtractOptions { max_facts, max_fact_chars, summary_sentences };
         awaitable(py, move || {
             let out = core.extract_facts(&messages, options)?;
@@ -342,72 +200,28 @@ impl Engine {
         })
     }
 
-    #[pyo3(signature = (text, scopes, budget, *, limit=None, now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag", explain=false, embedding=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn query<'py>(
-        &self,
-        py: Python<'py>,
-        text: String,
-        scopes: Option<Vec<Option<String>>>,
-        budget: u64,
-        limit: Option<usize>,
-        now: Option<Micros>,
-        depth: Option<usize>,
-        kinds: Option<Vec<String>>,
-        session_id: Option<String>,
-        since: Option<Micros>,
-        until: Option<Micros>,
-        metadata: Option<String>,
-        on_injection: &str,
-        explain: bool,
-        embedding: Option<PyReadonlyArray1<'py, f32>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    /// Answers a `_convert.query_record`: `(hits, timings)`, the timings with `explain`.
+    fn query<'py>(&self, py: Python<'py>, query: Record<QueryRecord<'py>>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
-        let filters = Filters { kinds, session_id, since, until, metadata };
-        let query = filters.query(text, scopes, budget, limit, now, depth, injection, explain, vector(embedding));
+        let (query, _) = query.0.query();
         quick(py, move |may_wait| {
-            let answer = if may_wait { core.query_timed(&query).map(Some) } else { core.try_query_timed(&query) };
+            let answer =
+                if may_wait { core.query_timed(&query).map(Some) } else { core.try_query_timed(&query) };
             answer.transpose().map(|answer| {
-                let (hits, t) = answer?;
+                let (hits, timings) = answer?;
                 let hits: Vec<Hit> = hits.into_iter().map(Hit::from).collect();
-                let timings = explain.then(|| {
-                    [("sync_us", t.sync_us), ("search_us", t.search_us), ("pack_us", t.pack_us), ("total_us", t.total_us)]
-                        .into_iter()
-                        .collect::<std::collections::HashMap<_, _>>()
-                });
-                Ok((hits, timings))
+                Ok((hits, query.explain.then(|| TimingsRecord::from(timings))))
             })
         })
     }
 
-    #[pyo3(signature = (text, scopes, budget, *, order="score", limit=None, now=None, depth=None, kinds=None, session_id=None, since=None, until=None, metadata=None, on_injection="flag", embedding=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn context<'py>(
-        &self,
-        py: Python<'py>,
-        text: String,
-        scopes: Option<Vec<Option<String>>>,
-        budget: u64,
-        order: &str,
-        limit: Option<usize>,
-        now: Option<Micros>,
-        depth: Option<usize>,
-        kinds: Option<Vec<String>>,
-        session_id: Option<String>,
-        since: Option<Micros>,
-        until: Option<Micros>,
-        metadata: Option<String>,
-        on_injection: &str,
-        embedding: Option<PyReadonlyArray1<'py, f32>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    /// Renders the hits of a `_convert.query_record` (with its `order`) as a `Context`.
+    fn context<'py>(&self, py: Python<'py>, query: Record<QueryRecord<'py>>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        let order = Order::parse(order).map_err(to_py)?;
-        let injection = InjectionPolicy::parse(on_injection).map_err(to_py)?;
-        let filters = Filters { kinds, session_id, since, until, metadata };
-        let query = filters.query(text, scopes, budget, limit, now, depth, injection, false, vector(embedding));
+        let (query, order) = query.0.query();
         quick(py, move |may_wait| {
-            let context = if may_wait { core.context(&query, order).map(Some) } else { core.try_context(&query, order) };
+            let context =
+                if may_wait { core.context(&query, order).map(Some) } else { core.try_context(&query, order) };
             context.transpose().map(|context| context.map(Context::from))
         })
     }
@@ -417,32 +231,15 @@ impl Engine {
         awaitable(py, move || Ok(hits(core.get_many(&ids)?)))
     }
 
-    /// `metadata`/`scope`/`expires_at` take (given?, value) so that `None` can
-    /// mean "remove".
-    #[pyo3(signature = (id, *, content, kind, metadata, scope, expires_at=(false, None), scrub=true, embedding=None))]
-    #[allow(clippy::too_many_arguments)]
+    /// Applies a `_convert.PatchRecord` and returns the entry as stored.
     fn update<'py>(
         &self,
         py: Python<'py>,
         id: i64,
-        content: Option<String>,
-        kind: Option<String>,
-        metadata: (bool, Option<String>),
-        scope: (bool, Option<String>),
-        expires_at: (bool, Option<Micros>),
-        scrub: bool,
-        embedding: Option<PyReadonlyArray1<'py, f32>>,
+        patch: Record<PatchRecord<'py>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        let patch = Patch {
-            content,
-            kind,
-            metadata: metadata.0.then_some(metadata.1),
-            scope: scope.0.then_some(scope.1),
-            embedding: vector(embedding),
-            expires_at: expires_at.0.then_some(expires_at.1),
-            scrub,
-        };
+        let patch = patch.0.into();
         awaitable(py, move || Ok(Hit::from(core.update(id, patch)?)))
     }
 
@@ -457,8 +254,9 @@ impl Engine {
         awaitable(py, move || core.purge_expired(now))
     }
 
-    fn clear_scope<'py>(&self, py: Python<'py>, scope: String) -> PyResult<Bound<'py, PyAny>> {
+    fn clear_scope<'py>(&self, py: Python<'py>, scope: Text) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
+        let scope = scope.0;
         awaitable(py, move || core.clear_scope(&scope))
     }
 
@@ -467,9 +265,10 @@ impl Engine {
         awaitable(py, move || core.clear_all())
     }
 
-    fn count<'py>(&self, py: Python<'py>, filter: Filter) -> PyResult<Bound<'py, PyAny>> {
+    fn count<'py>(&self, py: Python<'py>, filter: Record<ListRecord>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        awaitable(py, move || core.count(&list_filter(filter)))
+        let filter = filter.0.into();
+        awaitable(py, move || core.count(&filter))
     }
 
     fn scopes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -481,13 +280,14 @@ impl Engine {
     fn list_page<'py>(
         &self,
         py: Python<'py>,
-        filter: Filter,
+        filter: Record<ListRecord>,
         after: Option<(Micros, i64)>,
         limit: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
+        let filter = filter.0.into();
         awaitable(py, move || {
-            let page = core.list(&list_filter(filter), after, limit)?;
+            let page = core.list(&filter, after, limit)?;
             let cursor = page.last().map(|e| (e.timestamp, e.id));
             Ok((page.into_iter().map(Hit::from).collect::<Vec<_>>(), cursor))
         })
@@ -513,39 +313,8 @@ impl Engine {
     }
 }
 
-/// The engine's defaults, so the Python config can be checked against them.
+/// The engine's defaults, as a dict of `Config`'s names, so the Python config can be checked against them.
 #[pyfunction]
-pub fn default_config(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
-    use pyo3::types::PyDictMethods;
-    let c = Config::default();
-    let d = pyo3::types::PyDict::new(py);
-    d.set_item("path", &c.path)?;
-    d.set_item("auth_token", &c.auth_token)?;
-    d.set_item("tokenizer", "o200k")?;
-    d.set_item("recency_weight", c.recency.weight)?;
-    d.set_item("recency_half_life_days", c.recency.half_life_days)?;
-    d.set_item("stopword_weight", c.retrieval.stopword_weight)?;
-    d.set_item("context_weight", c.retrieval.context_weight)?;
-    d.set_item("date_weight", c.retrieval.date_weight)?;
-    d.set_item("reply_weight", c.retrieval.reply_weight)?;
-    d.set_item("session_weight", c.retrieval.session_weight)?;
-    d.set_item("min_relevance", c.retrieval.min_relevance)?;
-    d.set_item("min_relative_relevance", c.retrieval.min_relative_relevance)?;
-    d.set_item("fusion", c.hybrid.fusion.name())?;
-    d.set_item("dense_weight", c.hybrid.dense_weight)?;
-    d.set_item("rrf_k", c.hybrid.rrf_k)?;
-    d.set_item("mmr_lambda", c.mmr.lambda)?;
-    d.set_item("duplicate_similarity", c.mmr.duplicate_similarity)?;
-    d.set_item("mmr_window", c.mmr.window)?;
-    d.set_item("depth", c.depth)?;
-    d.set_item("flush_entries", c.flush_entries)?;
-    d.set_item("flush_ms", c.flush_ms)?;
-    d.set_item("busy_timeout_ms", c.busy_timeout_ms)?;
-    d.set_item("scrub", c.scrub.secrets)?;
-    // Python's default: `None`, the store's recorded setting (off for a new store).
-    d.set_item("scrub_pii", None::<bool>)?;
-    d.set_item("scrub_metadata", c.scrub.metadata)?;
-    d.set_item("max_entries_per_scope", c.max_entries_per_scope)?;
-    d.set_item("eviction", "oldest")?;
-    Ok(d)
+pub fn default_config(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    Ok(ConfigRecord::defaults().into_pyobject(py)?.into_any())
 }

@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDateTime, PyDelta, PyDict, PyTuple, PyTzInfo};
 
+use super::records::ExplainRecord;
 use crate::entry::{Entry, Explain, Hit as EngineHit, Micros};
 
 /// An entry returned by a query (with a score) or by a lookup (`score` None).
@@ -138,20 +139,8 @@ impl Hit {
     /// hybrid query), the MMR `diversity` penalty, and the hit's rank among the
     /// candidates before packing.
     #[getter]
-    fn explain<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let Some(e) = self.explain else { return Ok(None) };
-        let d = PyDict::new(py);
-        d.set_item("relevance", e.relevance)?;
-        d.set_item("bm25", e.bm25)?;
-        d.set_item("bm25_context", e.bm25_context)?;
-        if let Some(dense) = e.dense {
-            d.set_item("dense", dense)?;
-        }
-        d.set_item("recency", e.recency)?;
-        d.set_item("diversity", e.diversity)?;
-        d.set_item("final", self.score)?;
-        d.set_item("rank", e.rank)?;
-        Ok(Some(d))
+    fn explain(&self) -> Option<ExplainRecord> {
+        self.explain.as_ref().map(|e| ExplainRecord::new(e, self.score))
     }
     #[getter]
     fn tokens(&self) -> u32 {

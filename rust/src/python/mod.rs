@@ -9,6 +9,7 @@ mod errors;
 mod handoff;
 mod hit;
 mod logs;
+mod records;
 mod workers;
 
 use pyo3::prelude::*;

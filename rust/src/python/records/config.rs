@@ -1,0 +1,124 @@
+//! `ConfigRecord`: the attributes of Python's `contextforge.Config` that the
+//! engine reads, and the engine's defaults in the same shape (`default_config`).
+
+use pyo3::prelude::*;
+
+use super::choice::Parsed;
+use super::text::Text;
+use crate::config::{Config, Eviction, Fusion, Hybrid, Mmr, Recency, Retrieval, Scrub, TokenizerSpec};
+
+/// Read by attribute from a `Config` (its `embedder` and `embed_batch_size`
+/// stay in Python); written as a dict by `default_config`.
+#[derive(FromPyObject, IntoPyObject)]
+pub struct ConfigRecord {
+    path: Text,
+    auth_token: Option<Text>,
+    index_dir: Option<Text>,
+    tokenizer: Parsed<TokenizerSpec>,
+    recency_weight: f32,
+    recency_half_life_days: f32,
+    stopword_weight: f32,
+    context_weight: f32,
+    date_weight: f32,
+    reply_weight: f32,
+    session_weight: f32,
+    min_relevance: f32,
+    min_relative_relevance: f32,
+    fusion: Parsed<Fusion>,
+    dense_weight: f32,
+    rrf_k: f32,
+    mmr_lambda: f32,
+    duplicate_similarity: f32,
+    mmr_window: usize,
+    depth: usize,
+    flush_entries: usize,
+    flush_ms: u64,
+    busy_timeout_ms: u64,
+    scrub: bool,
+    /// `None`: the setting the store recorded.
+    scrub_pii: Option<bool>,
+    scrub_metadata: bool,
+    max_entries_per_scope: Option<usize>,
+    eviction: Parsed<Eviction>,
+    read_only: bool,
+}
+
+impl From<ConfigRecord> for Config {
+    fn from(r: ConfigRecord) -> Self {
+        Config {
+            path: r.path.0,
+            auth_token: r.auth_token.map(String::from),
+            index_dir: r.index_dir.map(|dir| dir.0.into()),
+            tokenizer: r.tokenizer.0,
+            recency: Recency { weight: r.recency_weight, half_life_days: r.recency_half_life_days },
+            retrieval: Retrieval {
+                stopword_weight: r.stopword_weight,
+                context_weight: r.context_weight,
+                date_weight: r.date_weight,
+                reply_weight: r.reply_weight,
+                session_weight: r.session_weight,
+                min_relevance: r.min_relevance,
+                min_relative_relevance: r.min_relative_relevance,
+            },
+            hybrid: Hybrid { fusion: r.fusion.0, dense_weight: r.dense_weight, rrf_k: r.rrf_k },
+            mmr: Mmr {
+                lambda: r.mmr_lambda,
+                duplicate_similarity: r.duplicate_similarity,
+                window: r.mmr_window,
+            },
+            depth: r.depth,
+            flush_entries: r.flush_entries,
+            flush_ms: r.flush_ms,
+            busy_timeout_ms: r.busy_timeout_ms,
+            scrub: Scrub { secrets: r.scrub, pii: r.scrub_pii.unwrap_or(false), metadata: r.scrub_metadata },
+            scrub_pii_from_store: r.scrub_pii.is_none(),
+            max_entries_per_scope: r.max_entries_per_scope,
+            eviction: r.eviction.0,
+            read_only: r.read_only,
+        }
+    }
+}
+
+impl From<Config> for ConfigRecord {
+    fn from(c: Config) -> Self {
+        ConfigRecord {
+            path: Text(c.path),
+            auth_token: c.auth_token.map(Text),
+            index_dir: c.index_dir.map(|dir| Text(dir.display().to_string())),
+            tokenizer: Parsed(c.tokenizer),
+            recency_weight: c.recency.weight,
+            recency_half_life_days: c.recency.half_life_days,
+            stopword_weight: c.retrieval.stopword_weight,
+            context_weight: c.retrieval.context_weight,
+            date_weight: c.retrieval.date_weight,
+            reply_weight: c.retrieval.reply_weight,
+            session_weight: c.retrieval.session_weight,
+            min_relevance: c.retrieval.min_relevance,
+            min_relative_relevance: c.retrieval.min_relative_relevance,
+            fusion: Parsed(c.hybrid.fusion),
+            dense_weight: c.hybrid.dense_weight,
+            rrf_k: c.hybrid.rrf_k,
+            mmr_lambda: c.mmr.lambda,
+            duplicate_similarity: c.mmr.duplicate_similarity,
+            mmr_window: c.mmr.window,
+            depth: c.depth,
+            flush_entries: c.flush_entries,
+            flush_ms: c.flush_ms,
+            busy_timeout_ms: c.busy_timeout_ms,
+            scrub: c.scrub.secrets,
+            scrub_pii: (!c.scrub_pii_from_store).then_some(c.scrub.pii),
+            scrub_metadata: c.scrub.metadata,
+            max_entries_per_scope: c.max_entries_per_scope,
+            eviction: Parsed(c.eviction),
+            read_only: c.read_only,
+        }
+    }
+}
+
+impl ConfigRecord {
+    /// The engine's defaults as Python's `Config` spells them: `scrub_pii` is
+    /// `None` there (the store's recorded setting, off for a new store).
+    pub fn defaults() -> Self {
+        Self { scrub_pii: None, ..Config::default().into() }
+    }
+}

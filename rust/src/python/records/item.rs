@@ -1,0 +1,112 @@
+//! The records of writes and listings: `ItemRecord` (one entry to save),
+//! `ListRecord` (a `list`/`count` filter) and `PatchRecord` (an update).
+
+use numpy::PyReadonlyArray1;
+use pyo3::prelude::*;
+
+use super::scope::ScopeFilter;
+use super::text::Text;
+use crate::engine::{ListFilter, Patch};
+use crate::entry::{Micros, NewEntry};
+
+/// One entry for `save_detailed`: a dict with these keys (`_convert.SaveItem`).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct ItemRecord {
+    content: Text,
+    kind: Text,
+    scope: Option<Text>,
+    session_id: Option<Text>,
+    /// JSON text.
+    metadata: Option<Text>,
+    timestamp: Option<Micros>,
+    expires_at: Option<Micros>,
+    dedupe: bool,
+    id: Option<i64>,
+    scrub: bool,
+}
+
+impl ItemRecord {
+    /// The engine's new entry, with its row of the embeddings when given.
+    pub fn entry(self, embedding: Option<Vec<f32>>) -> NewEntry {
+        NewEntry {
+            content: self.content.0,
+            kind: self.kind.0,
+            scope: self.scope.map(String::from),
+            session_id: self.session_id.map(String::from),
+            metadata: self.metadata.map(String::from),
+            timestamp: self.timestamp,
+            expires_at: self.expires_at,
+            dedupe: self.dedupe,
+            embedding,
+            id: self.id,
+            scrub: self.scrub,
+        }
+    }
+}
+
+/// Which entries `list_page` and `count` see: a dict with these keys (`_convert.ListRecord`).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct ListRecord {
+    scope: ScopeFilter,
+    kind: Option<Text>,
+    session_id: Option<Text>,
+    since: Option<Micros>,
+    until: Option<Micros>,
+}
+
+impl From<ListRecord> for ListFilter {
+    fn from(r: ListRecord) -> Self {
+        ListFilter {
+            scope: r.scope.into(),
+            kind: r.kind.map(String::from),
+            session_id: r.session_id.map(String::from),
+            since: r.since,
+            until: r.until,
+            alive_at: None,
+        }
+    }
+}
+
+/// What `update` changes: a dict (`_convert.PatchRecord`) where a key left out
+/// keeps that field, and `None` for `metadata`, `scope` or `expires_at` removes it.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct PatchRecord<'py> {
+    #[pyo3(default)]
+    content: Option<Text>,
+    #[pyo3(default)]
+    kind: Option<Text>,
+    /// JSON text.
+    #[pyo3(default, from_py_with = given)]
+    metadata: Option<Option<Text>>,
+    #[pyo3(default, from_py_with = given)]
+    scope: Option<Option<Text>>,
+    #[pyo3(default, from_py_with = given)]
+    expires_at: Option<Option<Micros>>,
+    scrub: bool,
+    #[pyo3(default)]
+    embedding: Option<PyReadonlyArray1<'py, f32>>,
+}
+
+/// A key that is present: `Some` of its value, which may be `None`.
+fn given<'py, T: for<'a> FromPyObject<'a, 'py, Error = PyErr>>(
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<Option<Option<T>>> {
+    obj.extract().map(Some)
+}
+
+impl From<PatchRecord<'_>> for Patch {
+    fn from(r: PatchRecord<'_>) -> Self {
+        Patch {
+            content: r.content.map(String::from),
+            kind: r.kind.map(String::from),
+            metadata: r.metadata.map(|m| m.map(String::from)),
+            scope: r.scope.map(|s| s.map(String::from)),
+            embedding: r.embedding.map(|v| v.as_array().to_vec()),
+            expires_at: r.expires_at,
+            scrub: r.scrub,
+        }
+    }
+}
