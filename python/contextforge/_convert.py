@@ -14,12 +14,12 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal, TypedDict, Union
+from typing import Any, Literal, TypedDict
 
 from .errors import InvalidInputError, InvalidTypeError
 from .scope import ALL_SCOPES, AllScopes, Scope, ScopeFilter
 
-Timestamp = Union[datetime, int, float]
+Timestamp = datetime | int | float
 InjectionPolicy = Literal["flag", "drop"]
 ContextOrder = Literal["score", "chronological", "edges"]
 
@@ -263,7 +263,10 @@ class ListRecord(TypedDict):
 
 
 def list_record(
-    scope: ScopeFilter, kind: object = None, session_id: object = None, since: Any = None,
+    scope: ScopeFilter,
+    kind: object = None,
+    session_id: object = None,
+    since: Any = None,
     until: Any = None,
 ) -> ListRecord:
     return {
@@ -279,7 +282,9 @@ def choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
     if not isinstance(value, str):
         raise InvalidTypeError(f"{name} must be a str, not {type(value).__name__}")
     if value not in allowed:
-        raise InvalidInputError(f"{name} must be one of {', '.join(map(repr, allowed))}, not {value!r}")
+        raise InvalidInputError(
+            f"{name} must be one of {', '.join(map(repr, allowed))}, not {value!r}"
+        )
     return value
 
 

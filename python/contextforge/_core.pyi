@@ -3,7 +3,7 @@
 import os
 from collections.abc import Awaitable
 from datetime import datetime
-from typing import Any, TypedDict, final
+from typing import Any, TypeAlias, TypedDict, final
 
 import numpy
 import numpy.typing as npt
@@ -12,7 +12,14 @@ from contextforge._convert import ListRecord, PatchRecord, QueryRecord, SaveItem
 from contextforge.config import Config
 
 __all__ = [
-    "Context", "Embedder", "Engine", "Hit", "_rebuild_hit", "_shutdown", "__build__", "__version__",
+    "Context",
+    "Embedder",
+    "Engine",
+    "Hit",
+    "__build__",
+    "__version__",
+    "_rebuild_hit",
+    "_shutdown",
     "default_config",
 ]
 
@@ -132,7 +139,7 @@ class _Explain(_ExplainParts, total=False):
 
     dense: float
 
-_Matrix = npt.NDArray[numpy.float32]
+_Matrix: TypeAlias = npt.NDArray[numpy.float32]
 
 @final
 class Engine:
@@ -169,7 +176,9 @@ class Engine:
     def distill_chunks(
         self, pairs: list[tuple[str | None, str]], max_tokens: int
     ) -> Awaitable[
-        tuple[list[tuple[str | None, str]], list[tuple[list[int], str, int, tuple[int, int] | None]]]
+        tuple[
+            list[tuple[str | None, str]], list[tuple[list[int], str, int, tuple[int, int] | None]]
+        ]
     ]:
         """Scrubs and chunks a transcript; returns the scrubbed pairs and the chunks."""
     def distill_extract(
@@ -205,7 +214,6 @@ def default_config() -> dict[str, Any]:
 def _shutdown() -> None:
     """Registered with atexit: waits for in-flight results to be delivered."""
 
-
 @final
 class Embedder:
     """A BERT sentence embedder read from a sentence-transformers model directory.
@@ -220,4 +228,3 @@ class Embedder:
     def embed(self, texts: list[str]) -> npt.NDArray[numpy.float32]:
         """Mean-pooled, L2-normalised vectors, shape ``(len(texts), dim)``; the GIL
         is released while the model runs."""
-

@@ -182,6 +182,4 @@ class Config:
             return cls(path=os.fspath(target))
         from .errors import InvalidTypeError
 
-        raise InvalidTypeError(
-            f"open() takes a path or a Config, not {type(target).__name__}"
-        )
+        raise InvalidTypeError(f"open() takes a path or a Config, not {type(target).__name__}")

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from . import _convert, _core
 from ._convert import ContextOrder, InjectionPolicy, Timestamp
-from .scope import ALL_SCOPES, Scope, ScopeFilter
 from ._vectors import Vector, Vectors, as_matrix, as_vector, embed, embedder_name
 from .config import Config, PathLike
 from .errors import InvalidInputError, InvalidTypeError, ScrubbingWeakenedWarning
 from .hits import Hits
 from .opening import Opening
 from .saved import Saved
+from .scope import ALL_SCOPES, Scope, ScopeFilter
 
 if TYPE_CHECKING:
     from .distill import Distiller, Transcript
@@ -27,12 +27,23 @@ __all__ = ["ContextForge", "verify_citations"]
 
 
 _SAVE_KEYS = frozenset(
-    {"content", "kind", "scope", "session_id", "metadata", "timestamp", "dedupe", "ttl",
-     "expires_at", "embedding", "id", "scrub"}
+    {
+        "content",
+        "kind",
+        "scope",
+        "session_id",
+        "metadata",
+        "timestamp",
+        "dedupe",
+        "ttl",
+        "expires_at",
+        "embedding",
+        "id",
+        "scrub",
+    }
 )
 _UNSET: Any = object()
 _PAGE = 500
-
 
 
 class ContextForge:
@@ -148,9 +159,7 @@ class ContextForge:
         vectors = await self._embed([q], scrubbed=True)
         return None if vectors is None else vectors[0]
 
-    async def reembed(
-        self, *, on_progress: Callable[[int, int], None] | None = None
-    ) -> int:
+    async def reembed(self, *, on_progress: Callable[[int, int], None] | None = None) -> int:
         """Embeds every entry that has no vector with ``Config.embedder``, in
         batches of ``embed_batch_size``, each saved in one transaction (an
         interrupted run resumes where it stopped). Returns how many were embedded.
@@ -255,7 +264,15 @@ class ContextForge:
                 ``TypeError``) when an argument is rejected. Nothing is saved.
         """
         item = _convert.save_item(
-            content, kind, scope, session_id, metadata, timestamp, dedupe, ttl, expires_at,
+            content,
+            kind,
+            scope,
+            session_id,
+            metadata,
+            timestamp,
+            dedupe,
+            ttl,
+            expires_at,
             scrub=scrub,
         )
         if embedding is not None:
@@ -401,7 +418,17 @@ class ContextForge:
         the order may differ from a store that holds only the matching entries.
         """
         record = _convert.query_record(
-            q, scope, budget, limit, now, depth, kinds, session_id, since, until, metadata,
+            q,
+            scope,
+            budget,
+            limit,
+            now,
+            depth,
+            kinds,
+            session_id,
+            since,
+            until,
+            metadata,
             on_injection,
         )
         record["explain"] = _convert.flag("explain", explain)
@@ -462,7 +489,17 @@ class ContextForge:
         block with :func:`contextforge.verify_citations`.
         """
         record = _convert.query_record(
-            q, scope, budget, limit, now, depth, kinds, session_id, since, until, metadata,
+            q,
+            scope,
+            budget,
+            limit,
+            now,
+            depth,
+            kinds,
+            session_id,
+            since,
+            until,
+            metadata,
             on_injection,
         )
         record["order"] = _convert.choice("order", order, ("score", "chronological", "edges"))

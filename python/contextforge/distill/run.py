@@ -69,7 +69,9 @@ async def distill_into(
         result, sources = await _extract(engine, clean, chunks)
     else:
         texts = [text for _, text, _, _ in chunks]
-        parts = await distill_all(distiller, texts, concurrency=getattr(distiller, "concurrency", 4))
+        parts = await distill_all(
+            distiller, texts, concurrency=getattr(distiller, "concurrency", 4)
+        )
         result, sources = merge_with_sources(parts)
         if how == "model" and len(parts) > 1:
             text, model = await reduce_summary(parts, distiller)
@@ -78,11 +80,25 @@ async def distill_into(
     items: list[dict[str, Any]] = []
     meta_base = {"source_session": session, "model": result.model}
     if result.summary.strip():
-        items.append({"content": result.summary, "kind": "summary", "scope": scope,
-                      "session_id": session, "metadata": {**meta_base, "chunks": len(chunks)}})
+        items.append(
+            {
+                "content": result.summary,
+                "kind": "summary",
+                "scope": scope,
+                "session_id": session,
+                "metadata": {**meta_base, "chunks": len(chunks)},
+            }
+        )
     for fact, chunk in zip(result.facts, sources):
-        items.append({"content": fact.text, "kind": "fact", "scope": scope, "session_id": session,
-                      "metadata": {**meta_base, "chunk": chunk, "fact_kind": fact.kind}})
+        items.append(
+            {
+                "content": fact.text,
+                "kind": "fact",
+                "scope": scope,
+                "session_id": session,
+                "metadata": {**meta_base, "chunk": chunk, "fact_kind": fact.kind},
+            }
+        )
     if not items:
         return DistillResult((), (), result.model, len(chunks))
     prepared = [_convert.save_item(**item) for item in items]
@@ -92,7 +108,9 @@ async def distill_into(
     saved: list[SavedItem] = []
     skipped: list[SavedItem] = []
     for item, (entry_id, created) in zip(items, outcome):
-        record = SavedItem(entry_id, item["kind"], item["content"], item["metadata"].get("fact_kind"))
+        record = SavedItem(
+            entry_id, item["kind"], item["content"], item["metadata"].get("fact_kind")
+        )
         (saved if created else skipped).append(record)
     return DistillResult(tuple(saved), tuple(skipped), result.model, len(chunks))
 
