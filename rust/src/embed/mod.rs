@@ -96,7 +96,7 @@ impl Embedder {
         } else {
             std::thread::scope(|scope| {
                 let handles: Vec<_> = (0..threads.min(batches.len()))
-                    .map(|_| scope.spawn(work))
+                    .map(|_| crate::runtime::scoped(scope, "contextforge-embed", work))
                     .collect();
                 handles
                     .into_iter()

@@ -7,7 +7,7 @@ use parking_lot::RwLock;
 use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
-use super::call::{awaitable, quick};
+use super::bridge::{awaitable, quick};
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
 use crate::config::{Config, Eviction, Fusion, Hybrid, Mmr, Recency, Retrieval, Scrub, TokenizerSpec};

@@ -1,15 +1,13 @@
 //! PyO3 bindings (feature `python`): the `contextforge._core` module.
 
 mod alloc;
-mod call;
+mod bridge;
 mod context;
 mod embedder;
 mod engine;
 mod errors;
-mod handoff;
 mod hit;
 mod logs;
-mod workers;
 
 use pyo3::prelude::*;
 
@@ -26,7 +24,7 @@ mod _core {
     #[pymodule_export]
     use super::context::Context;
     #[pymodule_export]
-    use super::call::_shutdown;
+    use super::bridge::_shutdown;
     #[pymodule_export]
     use super::embedder::Embedder;
 
@@ -36,6 +34,7 @@ mod _core {
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         super::alloc::configure();
         super::logs::install();
+        super::bridge::read_switch();
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         // Benchmarks report which profile they measured.
         m.add("__build__", if cfg!(debug_assertions) { "dev" } else { "release" })?;
