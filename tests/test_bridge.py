@@ -3,7 +3,8 @@ results, including loops created one after another (a new loop may live where a
 collected one did), cancelled calls leave nothing behind, and results keep
 arriving while the loop's thread is busy running Python. Queries that run on the
 loop's own thread get their own answers, give the loop turns, and never hold it
-while they would wait."""
+while they would wait. With ``CONTEXTFORGE_PLAIN_CALLS=1`` every call takes the
+plain path, and all of this still holds."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ import pytest
 import pytest_asyncio
 
 from contextforge import ContextForge, InvalidInputError, NotFound, _convert
+
+REPO = Path(__file__).resolve().parent.parent
+PLAIN = os.environ.get("CONTEXTFORGE_PLAIN_CALLS", "") not in ("", "0")
 
 
 def test_results_reach_each_new_event_loop(tmp_path: Path) -> None:
@@ -175,7 +179,8 @@ asyncio.run(main())
 def test_a_query_on_a_free_loop_runs_on_the_loops_own_thread(tmp_path: Path) -> None:
     # On one CPU nothing waits awake for a worker, so a call sent to one always
     # suspends the task: answering without suspending means the loop's own
-    # thread ran the query.
+    # thread ran the query. The plain path (inherited by the child) never does.
+    inline = os.environ.get("CONTEXTFORGE_PLAIN_CALLS", "") in ("", "0", "awake")
     done = subprocess.run(
         [sys.executable, "-c", FREE_LOOP_QUERY, str(tmp_path / "m.db")],
         capture_output=True,
@@ -183,7 +188,8 @@ def test_a_query_on_a_free_loop_runs_on_the_loops_own_thread(tmp_path: Path) -> 
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "answered ['a note about the deploy']"
+    expected = "answered ['a note about the deploy']" if inline else "suspended"
+    assert done.stdout.strip() == expected
 
 
 @pytest_asyncio.fixture(params=["file", "memory"])
@@ -250,3 +256,68 @@ async def test_a_query_catching_up_on_a_bulk_save_leaves_the_loop_running(db_pat
     finally:
         await writer.close()
         await reader.close()
+
+
+PLAIN_CALLS = """
+import asyncio, sys
+from pathlib import Path
+from contextforge import ContextForge, NotFound
+
+async def main():
+    cf = await ContextForge.open(sys.argv[1])
+    await cf.save_many([{"content": f"note {i} about the deploy", "scope": "s"} for i in range(50)])
+    for _ in range(200):
+        query = cf.query("deploy", "s", 100)
+        try:
+            query.send(None)  # what awaiting it does first
+        except StopIteration:
+            print("answered without suspending")
+            return
+        query.close()
+    hits, counted = await asyncio.gather(cf.query("deploy", "s", 10_000), cf.count("s"))
+    try:
+        await cf.update(12345, content="x")
+    except NotFound:
+        print("typed error")
+    print(len(hits), counted)
+    names = {p.read_text().strip() for p in Path("/proc/self/task").glob("*/comm")}
+    print(sorted(n for n in names if n.startswith("contextforge")))
+    await cf.close()
+
+asyncio.run(main())
+"""
+
+
+def test_the_plain_switch_sends_every_call_down_the_plain_path(tmp_path: Path) -> None:
+    env = {**os.environ, "CONTEXTFORGE_PLAIN_CALLS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", PLAIN_CALLS, str(tmp_path / "m.db")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["typed error", "50 50"], done.stdout
+    if Path("/proc/self/task").is_dir():
+        # Linux keeps 15 characters of a thread's name.
+        assert "'contextforge-wo'" in lines[2] and "'contextforge-ru'" in lines[2], lines[2]
+
+
+@pytest.mark.skipif(PLAIN, reason="already running under the switch")
+@pytest.mark.timeout(600)
+def test_the_bridge_tests_pass_with_the_plain_switch() -> None:
+    env = {**os.environ, "CONTEXTFORGE_PLAIN_CALLS": "1"}
+    pytest_args = ["-q", "-x", "-p", "no:randomly", "-p", "no:cacheprovider", __file__]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *pytest_args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

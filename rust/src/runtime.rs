@@ -1,10 +1,11 @@
 //! The crate's one tokio runtime.
 //!
 //! libSQL's local calls block the thread they run on, so the engine's API is
-//! synchronous: the bindings run it on their worker threads (`python/workers.rs`),
-//! which drive libSQL's futures on this runtime. The runtime is created lazily
-//! on first use. After `fork()` the child has no runtime
-//! threads: open stores after forking, not before.
+//! synchronous: the bindings run it on their worker threads (`python/bridge/workers.rs`,
+//! named `contextforge-worker`), which drive libSQL's futures on this runtime, whose
+//! own threads are named `contextforge-runtime`. The runtime is created lazily on
+//! first use. After `fork()` the child has no runtime threads: open stores after
+//! forking, not before.
 
 use std::future::Future;
 use std::sync::OnceLock;
@@ -18,7 +19,7 @@ pub fn runtime() -> &'static Runtime {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .max_blocking_threads(64)
-            .thread_name("contextforge")
+            .thread_name("contextforge-runtime")
             .enable_all()
             .build()
             .unwrap_or_else(|err| panic!("cannot start the tokio runtime: {err}"))
@@ -35,4 +36,17 @@ pub fn cores() -> usize {
 /// Drives a storage future to completion from a thread that may block.
 pub fn block_on<F: Future>(fut: F) -> F::Output {
     runtime().handle().block_on(fut)
+}
+
+/// `scope.spawn(f)` on a thread named `name` (the crate's threads are named `contextforge-*`, so that
+/// tools tell them apart); panics, as `scope.spawn` does, when no thread can be started.
+pub fn scoped<'scope, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> std::thread::ScopedJoinHandle<'scope, T> {
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn_scoped(scope, f)
+        .unwrap_or_else(|err| panic!("cannot start a thread: {err}"))
 }

@@ -80,7 +80,9 @@ impl Embedder {
             vec![work()]
         } else {
             std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..threads.min(batches.len())).map(|_| scope.spawn(work)).collect();
+                let handles: Vec<_> = (0..threads.min(batches.len()))
+                    .map(|_| crate::runtime::scoped(scope, "contextforge-embed", work))
+                    .collect();
                 handles
                     .into_iter()
                     .map(|handle| {

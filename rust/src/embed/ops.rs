@@ -41,7 +41,9 @@ pub fn linear_par(x: &[f32], n: usize, w: &[f32], b: &[f32], out: &mut [f32], th
         let mut chunks = x.chunks(rows * d_in).zip(out.chunks_mut(rows * d_out));
         let here = chunks.next();
         for (x, out) in chunks {
-            scope.spawn(move || linear(x, x.len() / d_in, w, b, out));
+            crate::runtime::scoped(scope, "contextforge-linear", move || {
+                linear(x, x.len() / d_in, w, b, out);
+            });
         }
         if let Some((x, out)) = here {
             linear(x, x.len() / d_in, w, b, out);

@@ -283,7 +283,11 @@ fn parallel_map<T: Send, U: Send>(items: Vec<T>, f: impl Fn(T) -> U + Sync) -> V
     std::thread::scope(|scope| {
         let handles: Vec<_> = chunks
             .into_iter()
-            .map(|chunk| scope.spawn(move || chunk.into_iter().map(f).collect::<Vec<U>>()))
+            .map(|chunk| {
+                crate::runtime::scoped(scope, "contextforge-prepare", move || {
+                    chunk.into_iter().map(f).collect::<Vec<U>>()
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -310,7 +314,7 @@ fn prepared_ahead<T: Send, U: Send, R>(
         // A rendezvous channel: the next chunk waits, prepared, until asked for.
         let (sender, receiver) = std::sync::mpsc::sync_channel(0);
         let prepare = &prepare;
-        let producer = scope.spawn(move || {
+        let producer = crate::runtime::scoped(scope, "contextforge-save", move || {
             for chunk in chunked(items, SAVE_CHUNK) {
                 if sender.send(parallel_map(chunk, prepare)).is_err() {
                     break; // the writer stopped: nothing more is wanted

@@ -22,9 +22,7 @@ impl Embedder {
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         // Reading ~90 MB of weights takes a while: let other threads run.
         let inner = py.detach(|| embed::Embedder::load(&path)).map_err(to_py)?;
-        Ok(Self {
-            inner: Arc::new(inner),
-        })
+        Ok(Self { inner: Arc::new(inner) })
     }
 
     #[getter]
@@ -32,11 +30,7 @@ impl Embedder {
         self.inner.dim()
     }
 
-    fn embed<'py>(
-        &self,
-        py: Python<'py>,
-        texts: Vec<String>,
-    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+    fn embed<'py>(&self, py: Python<'py>, texts: Vec<String>) -> PyResult<Bound<'py, PyArray2<f32>>> {
         let inner = Arc::clone(&self.inner);
         let rows = py
             .detach(move || {

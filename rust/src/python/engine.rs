@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use parking_lot::RwLock;
 use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
+use parking_lot::RwLock;
 use pyo3::prelude::*;
 
-use super::call::{awaitable, quick};
+use super::bridge::{awaitable, quick, Answer, Wait};
 use super::context::Context;
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
@@ -141,7 +141,8 @@ impl Engine {
         if vectors.shape()[0] != ids.len() {
             return Err(to_py(Error::invalid("one vector per id")));
         }
-        let pairs: Vec<(i64, Vec<f32>)> = ids.into_iter().zip(matrix_rows(Some(vectors)).unwrap_or_default()).collect();
+        let pairs: Vec<(i64, Vec<f32>)> =
+            ids.into_iter().zip(matrix_rows(Some(vectors)).unwrap_or_default()).collect();
         awaitable(py, move || core.set_vectors(pairs))
     }
 
@@ -204,14 +205,15 @@ impl Engine {
     fn query<'py>(&self, py: Python<'py>, query: Record<QueryRecord<'py>>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         let (query, _) = query.0.query();
-        quick(py, move |may_wait| {
-            let answer =
-                if may_wait { core.query_timed(&query).map(Some) } else { core.try_query_timed(&query) };
-            answer.transpose().map(|answer| {
-                let (hits, timings) = answer?;
+        quick(py, move |wait| {
+            let answer = match wait {
+                Wait::Allowed => Answer::Ready(core.query_timed(&query)?),
+                Wait::Never => Answer::from(core.try_query_timed(&query)?),
+            };
+            Ok(answer.map(|(hits, timings)| {
                 let hits: Vec<Hit> = hits.into_iter().map(Hit::from).collect();
-                Ok((hits, query.explain.then(|| TimingsRecord::from(timings))))
-            })
+                (hits, query.explain.then(|| TimingsRecord::from(timings)))
+            }))
         })
     }
 
@@ -219,10 +221,12 @@ impl Engine {
     fn context<'py>(&self, py: Python<'py>, query: Record<QueryRecord<'py>>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         let (query, order) = query.0.query();
-        quick(py, move |may_wait| {
-            let context =
-                if may_wait { core.context(&query, order).map(Some) } else { core.try_context(&query, order) };
-            context.transpose().map(|context| context.map(Context::from))
+        quick(py, move |wait| {
+            let context = match wait {
+                Wait::Allowed => Answer::Ready(core.context(&query, order)?),
+                Wait::Never => Answer::from(core.try_context(&query, order)?),
+            };
+            Ok(context.map(Context::from))
         })
     }
 

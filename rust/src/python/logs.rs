@@ -3,9 +3,9 @@
 //! the database reach the application's handlers.
 //!
 //! The thread that logs never takes the GIL (workers and the engine's own
-//! threads must not attach to Python, see `call.rs`): records wait in a bounded
+//! threads must not attach to Python, see `bridge`): records wait in a bounded
 //! queue, and the next call that settles a result on the event loop's thread,
-//! which holds the GIL anyway, passes them on (`call::outcome`).
+//! which holds the GIL anyway, passes them on (`bridge::outcome`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,7 +58,8 @@ pub fn forward(py: Python<'_>) {
         return;
     }
     let records = std::mem::take(&mut *QUEUE.lock());
-    let logger = py.import("logging").and_then(|logging| logging.call_method1("getLogger", ("contextforge",)));
+    let logger =
+        py.import("logging").and_then(|logging| logging.call_method1("getLogger", ("contextforge",)));
     let Ok(logger) = logger else { return };
     for (level, message) in records {
         let level = match level {

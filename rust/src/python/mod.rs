@@ -1,35 +1,33 @@
 //! PyO3 bindings (feature `python`): the `contextforge._core` module.
 
 mod alloc;
-mod call;
+mod bridge;
 mod context;
 mod embedder;
 mod engine;
 mod errors;
-mod handoff;
 mod hit;
 mod logs;
 mod records;
-mod workers;
 
 use pyo3::prelude::*;
 
 #[pymodule]
 mod _core {
     #[pymodule_export]
-    use super::engine::Engine;
-    #[pymodule_export]
-    use super::engine::default_config;
-    #[pymodule_export]
-    use super::hit::Hit;
-    #[pymodule_export]
-    use super::hit::_rebuild_hit;
+    use super::bridge::_shutdown;
     #[pymodule_export]
     use super::context::Context;
     #[pymodule_export]
-    use super::call::_shutdown;
-    #[pymodule_export]
     use super::embedder::Embedder;
+    #[pymodule_export]
+    use super::engine::default_config;
+    #[pymodule_export]
+    use super::engine::Engine;
+    #[pymodule_export]
+    use super::hit::_rebuild_hit;
+    #[pymodule_export]
+    use super::hit::Hit;
 
     use pyo3::prelude::*;
 
@@ -37,6 +35,7 @@ mod _core {
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         super::alloc::configure();
         super::logs::install();
+        super::bridge::read_switch();
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         // Benchmarks report which profile they measured.
         m.add("__build__", if cfg!(debug_assertions) { "dev" } else { "release" })?;

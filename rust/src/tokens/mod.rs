@@ -41,7 +41,7 @@ impl TokenCounter {
         let builtin = |vocabulary: Vocabulary, warming: &'static Once| {
             warming.call_once(|| {
                 // Without a thread to spare, the first count loads it instead.
-                let _ = std::thread::Builder::new().spawn(move || {
+                let _ = std::thread::Builder::new().name("contextforge-vocab".into()).spawn(move || {
                     vocabulary();
                 });
             });

@@ -10,9 +10,8 @@ use super::text::Text;
 fn is_all_scopes(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     static ALL_SCOPES: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let py = obj.py();
-    let all = ALL_SCOPES.get_or_try_init(py, || {
-        py.import("contextforge.scope")?.getattr("ALL_SCOPES").map(Bound::unbind)
-    })?;
+    let all = ALL_SCOPES
+        .get_or_try_init(py, || py.import("contextforge.scope")?.getattr("ALL_SCOPES").map(Bound::unbind))?;
     Ok(obj.is(all.bind(py)))
 }
 

@@ -1,19 +1,17 @@
-//! The threads engine calls run on.
+//! The threads engine calls run on, named `contextforge-worker`.
 //!
-//! Like tokio's blocking pool (a thread per call in flight, idle threads kept a
-//! while), with one difference that matters for latency: a worker that finishes
-//! a call spins briefly for the next before it sleeps. Calls from one asyncio
-//! task follow each other a few tens of microseconds apart, and waking a
-//! sleeping thread costs about that much again on a virtual machine, where a
-//! sleeping CPU is handed back to the host. Only one worker spins at a time,
-//! only while no other runs a call, and it yields its core to any thread that
+//! Like tokio's blocking pool (a thread per call in flight, idle threads kept a while), with one
+//! difference that matters for latency: a worker that finishes a call spins briefly for the next before
+//! it sleeps. Calls from one asyncio task follow each other closely, and waking a sleeping thread costs
+//! about as much again on a virtual machine, where a sleeping CPU is handed back to the host. Only one
+//! worker spins at a time, only while no other runs a call, and it yields its core to any thread that
 //! wants it.
 //!
-//! A call wakes the worker that went to sleep last: the warmest thread takes
-//! it, and threads left over from a burst of calls stay asleep and end.
+//! A call wakes the worker that went to sleep last: the warmest thread takes it, and threads left over
+//! from a burst of calls stay asleep and end.
 //!
-//! Every decision about who takes a call (the spinner, a sleeper, a new
-//! thread) is made under the queue's lock, so none is lost between them.
+//! Every decision about who takes a call (the spinner, a sleeper, a new thread) is made under the
+//! queue's lock, so none is lost between them.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
@@ -109,9 +107,8 @@ pub fn spawn(job: impl FnOnce() + Send + 'static) {
         return;
     }
     if pool.threads.fetch_add(1, Ordering::AcqRel) < MAX_THREADS {
-        let started = std::thread::Builder::new()
-            .name("contextforge".into())
-            .spawn(move || pool.work());
+        let started =
+            std::thread::Builder::new().name("contextforge-worker".into()).spawn(move || pool.work());
         if started.is_ok() {
             return;
         }
