@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-
 from contextforge import ContextForge, InvalidInputError, NotFound, _convert
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,7 +30,7 @@ def test_results_reach_each_new_event_loop(tmp_path: Path) -> None:
     path = str(tmp_path / "m.db")
     for i in range(30):
 
-        async def main() -> list[str]:
+        async def main(i: int = i) -> list[str]:
             async with await ContextForge.open(path) as cf:
                 await cf.save(f"note number {i}", scope="s", dedupe=False)
                 return [h.content for h in await cf.query("note", "s", 10_000)]
@@ -51,7 +50,9 @@ async def test_a_cancelled_call_does_not_disturb_the_next(mem: ContextForge) -> 
 
 
 async def test_many_calls_in_flight_while_the_loop_runs_python(mem: ContextForge) -> None:
-    ids = await mem.save_many([{"content": f"entry {i} about kiwis", "scope": "s"} for i in range(50)])
+    ids = await mem.save_many(
+        [{"content": f"entry {i} about kiwis", "scope": "s"} for i in range(50)]
+    )
 
     async def busy() -> int:
         total = 0
@@ -184,6 +185,7 @@ def test_a_query_on_a_free_loop_runs_on_the_loops_own_thread(tmp_path: Path) -> 
     done = subprocess.run(
         [sys.executable, "-c", FREE_LOOP_QUERY, str(tmp_path / "m.db")],
         capture_output=True,
+        check=False,
         text=True,
         timeout=120,
     )
