@@ -316,6 +316,7 @@ def query_record(
     q: object,
     scope: Scope,
     budget: object,
+    *,
     limit: object,
     now: Any,
     depth: object,
