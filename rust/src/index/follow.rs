@@ -19,7 +19,7 @@ use crate::store::{Change, ChangeOp, Store};
 const PAGE: usize = 10_000;
 /// Batches at least this large skip the tail and go straight into one commit.
 const BULK_CHANGES: usize = 1_000;
-/// The most changes a caller that must not wait (`try_sync`) applies itself:
+/// The most changes a caller that must not wait (`Follow::Try`) applies itself:
 /// a few other writers' saves, analysed into the tail in well under a
 /// millisecond. More wait for a worker.
 const NO_WAIT_CHANGES: usize = 64;

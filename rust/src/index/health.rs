@@ -7,7 +7,7 @@
 //! merged until every file of its segments has passed the CRC in its footer.
 //! The check reads every file once, on a thread of its own, so that opening
 //! does not wait for it: what would read the segments waits instead, and a
-//! caller that must not wait is declined (`SearchIndex::try_sync`).
+//! caller that must not wait is declined (`Follow::Try`).
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
