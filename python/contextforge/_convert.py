@@ -160,6 +160,10 @@ class SaveItem(TypedDict):
     dedupe: bool
     id: int | None
     scrub: bool
+    key: str | None
+    valid_from: int | None
+    valid_to: int | None
+    supersedes: int | None
 
 
 def save_item(
@@ -174,6 +178,10 @@ def save_item(
     expires_at: Any = None,
     id: object = None,
     scrub: object = True,
+    key: object = None,
+    valid_from: Any = None,
+    valid_to: Any = None,
+    supersedes: object = None,
 ) -> SaveItem:
     return {
         "content": text("content", content),
@@ -186,6 +194,10 @@ def save_item(
         "dedupe": flag("dedupe", dedupe),
         "id": None if id is None else entry_id(id),
         "scrub": flag("scrub", scrub),
+        "key": optional_text("key", key),
+        "valid_from": timestamp_us("valid_from", valid_from),
+        "valid_to": timestamp_us("valid_to", valid_to),
+        "supersedes": None if supersedes is None else entry_id(supersedes, "supersedes"),
     }
 
 
@@ -195,12 +207,12 @@ def flag(name: str, value: object) -> bool:
     return value
 
 
-def entry_id(value: object) -> int:
-    """An id given for a new entry: a positive int."""
+def entry_id(value: object, name: str = "id") -> int:
+    """An entry id: a positive int."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidTypeError(f"id must be an int, not {type(value).__name__}")
+        raise InvalidTypeError(f"{name} must be an int, not {type(value).__name__}")
     if not 1 <= value < 2**63:
-        raise InvalidInputError(f"id must be a positive integer below 2**63, got {value}")
+        raise InvalidInputError(f"{name} must be a positive integer below 2**63, got {value}")
     return value
 
 
@@ -260,6 +272,8 @@ class ListRecord(TypedDict):
     session_id: str | None
     since: int | None
     until: int | None
+    as_of: int | None
+    include_superseded: bool
 
 
 def list_record(
@@ -268,6 +282,9 @@ def list_record(
     session_id: object = None,
     since: Any = None,
     until: Any = None,
+    *,
+    as_of: Any = None,
+    include_superseded: object = False,
 ) -> ListRecord:
     return {
         "scope": scope_filter(scope),
@@ -275,6 +292,8 @@ def list_record(
         "session_id": optional_text("session_id", session_id),
         "since": timestamp_us("since", since),
         "until": timestamp_us("until", until),
+        "as_of": timestamp_us("as_of", as_of),
+        "include_superseded": flag("include_superseded", include_superseded),
     }
 
 
@@ -301,6 +320,8 @@ class _Query(TypedDict):
     until: int | None
     metadata: str | None  # JSON text
     on_injection: str
+    as_of: int | None
+    include_superseded: bool
 
 
 class QueryRecord(_Query, total=False):
@@ -326,6 +347,8 @@ def query_record(
     until: Any,
     metadata: object,
     on_injection: object,
+    as_of: Any = None,
+    include_superseded: object = False,
 ) -> QueryRecord:
     """The arguments shared by ``query`` and ``context``, checked."""
     return {
@@ -341,6 +364,8 @@ def query_record(
         "metadata": metadata_json(metadata),
         "on_injection": choice("on_injection", on_injection, ("flag", "drop")),
         "limit": None if limit is None else positive_int("limit", limit),
+        "as_of": timestamp_us("as_of", as_of),
+        "include_superseded": flag("include_superseded", include_superseded),
     }
 
 

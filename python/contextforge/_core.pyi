@@ -49,6 +49,10 @@ class Hit:
         expires_at: datetime | None = None,
         updated_at: datetime | None = None,
         risks: list[str] = ...,
+        key: str | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        superseded_by: int | None = None,
     ) -> Hit: ...
     @property
     def id(self) -> int: ...
@@ -81,6 +85,21 @@ class Hit:
     @property
     def updated_at(self) -> datetime | None:
         """When ``update`` last changed the entry; ``None`` if it never did."""
+    @property
+    def key(self) -> str | None:
+        """The slot the entry fills in its scope (``save(..., key=)``); ``None`` without one."""
+    @property
+    def valid_from(self) -> datetime:
+        """When the fact starts to hold, as an aware UTC datetime (by default its timestamp)."""
+    @property
+    def valid_to(self) -> datetime | None:
+        """When the fact stopped (or stops) holding; ``None`` while it is open."""
+    @property
+    def superseded_by(self) -> int | None:
+        """The id of the entry that superseded this one; ``None`` if nothing has."""
+    @property
+    def current(self) -> bool:
+        """Whether the entry holds now: its validity interval contains the time you ask."""
     @property
     def metadata(self) -> dict[str, Any]:
         """A new dict with the metadata saved with the entry (empty if none)."""
@@ -168,7 +187,14 @@ class Engine:
         """Answers a `_convert.query_record`: `(hits, timings)`, the timings with `explain`."""
     def context(self, query: QueryRecord) -> Awaitable[Context]:
         """Renders the hits of a `_convert.query_record` (with its `order`) as a `Context`."""
-    def get_many(self, ids: list[int]) -> Awaitable[list[Hit | None]]: ...
+    def get_many(
+        self, ids: list[int], *, as_of: int | None = None, include_superseded: bool = False
+    ) -> Awaitable[list[Hit | None]]:
+        """Entries by id; `None` for those that do not hold at `as_of` (default now)."""
+    def history(self, key: str, scope: str | None) -> Awaitable[list[Hit]]:
+        """The versions of `key` in `scope`, oldest first."""
+    def versions(self, id: int) -> Awaitable[list[Hit]]:
+        """The entries linked to `id` by supersession, oldest first."""
     def save_detailed(
         self, items: list[SaveItem], embeddings: _Matrix | None = None
     ) -> Awaitable[list[tuple[int, bool]]]:

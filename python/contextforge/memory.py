@@ -38,6 +38,10 @@ _SAVE_KEYS = frozenset(
         "ttl",
         "expires_at",
         "embedding",
+        "key",
+        "valid_from",
+        "valid_to",
+        "supersedes",
         "id",
         "scrub",
     }
@@ -220,6 +224,10 @@ class ContextForge:
         expires_at: Timestamp | None = None,
         embedding: Vector | None = None,
         scrub: bool = True,
+        key: str | None = None,
+        valid_from: Timestamp | None = None,
+        valid_to: Timestamp | None = None,
+        supersedes: int | None = None,
     ) -> Saved:
         """Saves one entry and returns its id, as a :class:`Saved` (an ``int``
         whose ``created`` says whether this call stored a new entry).
@@ -258,6 +266,21 @@ class ContextForge:
                 (tool-call arguments, key-value records). Labels (scope,
                 session, kind) are never rewritten: one holding a secret is
                 refused.
+            key: The slot this fact fills within its scope, such as
+                ``"user.city"`` (a label like a scope, compared after Unicode
+                NFC). The key's version that holds at ``valid_from`` is
+                superseded in the same transaction: it is kept, its
+                ``valid_to`` becomes this entry's ``valid_from`` and its
+                ``superseded_by`` this entry's id. A version that starts
+                before the current one goes into the history in time order and
+                does not replace it (docs/keyed-facts.md has the rule). Saving
+                the same content as the version it would supersede returns that
+                version's id (``created=False``) and adds none.
+            valid_from: When the fact starts to hold; defaults to ``timestamp``.
+            valid_to: When it stops holding; by default it holds until
+                superseded.
+            supersedes: The id of an entry of the same scope that this one
+                corrects, for a caller without a key (see :meth:`supersede`).
 
         Raises:
             InvalidInputError: (a ``ValueError``; ``InvalidTypeError`` is also a
@@ -274,6 +297,10 @@ class ContextForge:
             ttl,
             expires_at,
             scrub=scrub,
+            key=key,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            supersedes=supersedes,
         )
         if embedding is not None:
             vectors: Vectors | None = as_vector(embedding)[None, :]
@@ -370,6 +397,8 @@ class ContextForge:
         on_injection: InjectionPolicy = "flag",
         explain: bool = False,
         embedding: Vector | None = None,
+        as_of: Timestamp | None = None,
+        include_superseded: bool = False,
     ) -> Hits:
         """Finds the entries most relevant to ``q`` and packs them into ``budget`` tokens.
 
@@ -412,6 +441,12 @@ class ContextForge:
             embedding: The query's vector. By default ``Config.embedder`` embeds
                 ``q`` when one is set. With a vector, and vectors in the store,
                 BM25 and dense matches are fused (``Config.fusion``).
+            as_of: Read what was true at this time: only entries whose validity
+                interval (``valid_from`` to ``valid_to``) holds it. By default
+                the interval must hold ``now``, so superseded versions and facts
+                not yet in force are left out.
+            include_superseded: Every version, whatever its interval; each
+                hit's ``current`` says whether it holds now.
 
         Filters are applied inside the index, never by trimming a global top-k, so
         every matching entry is a candidate. BM25 statistics are the whole store's:
@@ -430,6 +465,8 @@ class ContextForge:
             until=until,
             metadata=metadata,
             on_injection=on_injection,
+            as_of=as_of,
+            include_superseded=include_superseded,
         )
         record["explain"] = _convert.flag("explain", explain)
         record["embedding"] = await self._query_vector(record["text"], embedding)
@@ -453,6 +490,8 @@ class ContextForge:
         metadata: Mapping[str, Any] | None = None,
         on_injection: InjectionPolicy = "flag",
         embedding: Vector | None = None,
+        as_of: Timestamp | None = None,
+        include_superseded: bool = False,
     ) -> _core.Context:
         """A prompt-ready block of the memory relevant to ``q``, for example::
 
@@ -501,6 +540,8 @@ class ContextForge:
             until=until,
             metadata=metadata,
             on_injection=on_injection,
+            as_of=as_of,
+            include_superseded=include_superseded,
         )
         record["order"] = _convert.choice("order", order, ("score", "chronological", "edges"))
         record["embedding"] = await self._query_vector(record["text"], embedding)
@@ -552,14 +593,79 @@ class ContextForge:
             embed=self._embed if self._config.embedder is not None else None,
         )
 
-    async def get(self, id: int) -> _core.Hit | None:
-        """The entry with this id, or ``None``."""
-        [entry] = await self.get_many([id])
+    async def get(
+        self, id: int, *, as_of: Timestamp | None = None, include_superseded: bool = False
+    ) -> _core.Hit | None:
+        """The entry with this id, or ``None`` (see :meth:`get_many`)."""
+        [entry] = await self.get_many([id], as_of=as_of, include_superseded=include_superseded)
         return entry
 
-    async def get_many(self, ids: Iterable[int]) -> list[_core.Hit | None]:
-        """Entries by id in the order asked, with ``None`` for unknown ids."""
-        return await self._engine.get_many(_convert.ids(ids))
+    async def get_many(
+        self,
+        ids: Iterable[int],
+        *,
+        as_of: Timestamp | None = None,
+        include_superseded: bool = False,
+    ) -> list[_core.Hit | None]:
+        """Entries by id in the order asked, with ``None`` for unknown ids and for
+        entries that do not hold now (superseded, or not yet in force), or at
+        ``as_of``; ``include_superseded=True`` returns them whatever their
+        validity."""
+        return await self._engine.get_many(
+            _convert.ids(ids),
+            as_of=_convert.timestamp_us("as_of", as_of),
+            include_superseded=_convert.flag("include_superseded", include_superseded),
+        )
+
+    async def supersede(
+        self,
+        old_id: int,
+        content: str,
+        kind: str | None = None,
+        **fields: Any,
+    ) -> Saved:
+        """Saves ``content`` as the correction of entry ``old_id``, in its scope,
+        and returns the new id. The old entry is kept, stops holding where the
+        new one starts, and points to it (``superseded_by``). The new entry
+        takes the old one's kind and key unless given; ``fields`` are
+        :meth:`save`'s other keyword arguments.
+
+        Raises:
+            InvalidInputError: when there is no such entry, ``scope`` names
+                another scope, or the entry was already superseded (for a keyed
+                entry, a correction is a new version of its key).
+        """
+        [old] = _convert.ids([old_id])
+        found = await self.get(old, include_superseded=True)
+        if found is None:
+            raise InvalidInputError(f"supersede: no entry {old}")
+        scope = fields.pop("scope", found.scope)
+        if scope != found.scope:
+            raise InvalidInputError(f"supersede: entry {old} is in another scope")
+        key = fields.pop("key", found.key)
+        if found.key is not None and key != found.key:
+            raise InvalidInputError(f"supersede: entry {old} is a version of key {found.key!r}")
+        supersedes = None if found.key is not None else old
+        return await self.save(
+            content,
+            found.kind if kind is None else kind,
+            scope=scope,
+            key=key,
+            supersedes=supersedes,
+            **fields,
+        )
+
+    async def history(self, key: str, scope: str | None) -> list[_core.Hit]:
+        """The versions of ``key`` in ``scope`` (``None``: global entries), oldest
+        first, each with its interval (``valid_from``, ``valid_to``) and
+        ``superseded_by``; empty when the key has none."""
+        return await self._engine.history(_convert.label("key", key), _convert.optional_text("scope", scope))
+
+    async def versions(self, id: int) -> list[_core.Hit]:
+        """Entry ``id`` and every entry linked to it by supersession, both ways,
+        oldest first; empty when there is no such entry."""
+        [entry_id] = _convert.ids([id])
+        return await self._engine.versions(entry_id)
 
     async def update(
         self,
@@ -663,12 +769,24 @@ class ContextForge:
         since: Timestamp | None = None,
         until: Timestamp | None = None,
         page_size: int = _PAGE,
+        as_of: Timestamp | None = None,
+        include_superseded: bool = False,
     ) -> AsyncIterator[_core.Hit]:
         """Iterates over entries newest first, fetching ``page_size`` at a time, so
         memory stays bounded however large the store is. ``scope`` is one scope,
         ``None`` for global entries, or ``ALL_SCOPES`` (the default) for every
-        scope. Entries with equal timestamps come newest id first."""
-        record = _convert.list_record(scope, kind, session_id, since, until)
+        scope. Entries with equal timestamps come newest id first. Only entries
+        that hold now (or at ``as_of``) are listed, unless
+        ``include_superseded``."""
+        record = _convert.list_record(
+            scope,
+            kind,
+            session_id,
+            since,
+            until,
+            as_of=as_of,
+            include_superseded=include_superseded,
+        )
         size = _convert.positive_int("page_size", page_size)
         cursor: tuple[int, int] | None = None
         while True:
@@ -678,10 +796,20 @@ class ContextForge:
             if cursor is None or len(page) < size:
                 return
 
-    async def count(self, scope: ScopeFilter = ALL_SCOPES) -> int:
-        """The number of live entries: in every scope by default (``ALL_SCOPES``),
-        in one scope when given, or global entries for ``scope=None``."""
-        return await self._engine.count(_convert.list_record(scope))
+    async def count(
+        self,
+        scope: ScopeFilter = ALL_SCOPES,
+        *,
+        as_of: Timestamp | None = None,
+        include_superseded: bool = False,
+    ) -> int:
+        """The number of live entries that hold now (or at ``as_of``; every
+        version with ``include_superseded``): in every scope by default
+        (``ALL_SCOPES``), in one scope when given, or global entries for
+        ``scope=None``."""
+        return await self._engine.count(
+            _convert.list_record(scope, as_of=as_of, include_superseded=include_superseded)
+        )
 
     async def flush(self) -> None:
         """Commits pending search-index changes now.

@@ -50,6 +50,15 @@ pub struct NewEntry {
     /// Redact secrets (and PII, when the store is configured for it) from the
     /// content and metadata; `false` stores them as given.
     pub scrub: bool,
+    /// The slot this entry fills within its scope (`"user.city"`): saving it
+    /// supersedes the key's version current at `valid_from` (see `store::timeline`).
+    pub key: Option<String>,
+    /// When the fact starts to hold; `None`: at its timestamp.
+    pub valid_from: Option<Micros>,
+    /// When the fact stops holding; `None`: until superseded.
+    pub valid_to: Option<Micros>,
+    /// The id of an entry of the same scope that this one corrects.
+    pub supersedes: Option<i64>,
 }
 
 impl NewEntry {
@@ -66,7 +75,16 @@ impl NewEntry {
             embedding: None,
             id: None,
             scrub: true,
+            key: None,
+            valid_from: None,
+            valid_to: None,
+            supersedes: None,
         }
+    }
+
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
     }
 
     pub fn scope(mut self, scope: impl Into<String>) -> Self {
@@ -109,7 +127,36 @@ impl NewEntry {
         if self.id.is_some_and(|id| id < 1) {
             return Err(Error::invalid("id must be a positive integer"));
         }
+        if let Some(key) = &self.key {
+            validate_label("key", key)?;
+        }
+        for (name, ts) in [("valid_from", self.valid_from), ("valid_to", self.valid_to)] {
+            if let Some(ts) = ts {
+                validate_timestamp(name, ts)?;
+            }
+        }
+        if let (Some(to), from) = (self.valid_to, self.valid_from.or(self.timestamp)) {
+            if from.is_some_and(|from| to <= from) {
+                return Err(Error::invalid("valid_to must be later than valid_from"));
+            }
+        }
+        if self.supersedes.is_some_and(|id| id < 1) {
+            return Err(Error::invalid("supersedes must be a positive integer"));
+        }
+        if self.id.is_some() && self.supersedes.is_some() {
+            return Err(Error::invalid("an entry restored with its id cannot supersede another"));
+        }
         Ok(())
+    }
+}
+
+/// A key as stored: NFC, so that the same word typed two ways is one key.
+pub fn normalize_key(key: String) -> String {
+    use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
+    if key.is_ascii() || is_nfc_quick(key.chars()) == IsNormalized::Yes {
+        key
+    } else {
+        key.nfc().collect()
     }
 }
 
@@ -174,12 +221,37 @@ pub struct Entry {
     /// (`safety::injection::stamp`); `None` for entries written before stores
     /// kept one.
     pub risk_stamp: Option<i64>,
+    /// Its key, validity interval and successor.
+    pub validity: Validity,
+}
+
+/// Where an entry stands in time: the interval in which it holds, and for a
+/// version of a key or a corrected entry, what replaced it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Validity {
+    pub key: Option<String>,
+    /// When it starts to hold; `None`: at the entry's timestamp.
+    pub valid_from: Option<Micros>,
+    /// When it stops holding; `None`: open.
+    pub valid_to: Option<Micros>,
+    /// The entry that superseded this one.
+    pub superseded_by: Option<i64>,
 }
 
 impl Entry {
     /// Whether the entry is still alive at `now`.
     pub fn alive_at(&self, now: Micros) -> bool {
         self.expires_at.is_none_or(|at| at > now)
+    }
+
+    /// When the entry starts to hold.
+    pub fn valid_from(&self) -> Micros {
+        self.validity.valid_from.unwrap_or(self.timestamp)
+    }
+
+    /// Whether `at` is within the entry's validity interval `[valid_from, valid_to)`.
+    pub fn valid_at(&self, at: Micros) -> bool {
+        self.valid_from() <= at && self.validity.valid_to.is_none_or(|to| to > at)
     }
 }
 

@@ -312,7 +312,7 @@ fn a_bulk_save_dedupes_as_single_saves_do() {
     assert_eq!(bulk.count(&ListFilter::default()).unwrap(), single.count(&ListFilter::default()).unwrap());
     let ids: Vec<i64> = saved.iter().map(|&(id, _)| id).collect();
     let contents = |engine: &Memory, ids: &[i64]| -> Vec<String> {
-        engine.get_many(ids).unwrap().into_iter().map(|h| h.unwrap().entry.content).collect()
+        engine.get_many(ids, None).unwrap().into_iter().map(|h| h.unwrap().entry.content).collect()
     };
     let single_ids: Vec<i64> = one_by_one.iter().map(|&(id, _)| id).collect();
     assert_eq!(contents(&bulk, &ids), contents(&single, &single_ids));
@@ -325,7 +325,7 @@ fn duplicates_return_the_existing_id_within_a_scope() {
     assert_eq!(engine.save(NewEntry::new(" Deploy failed").scope("s")).unwrap(), a);
     assert_ne!(engine.save(NewEntry::new("Deploy failed").scope("t")).unwrap(), a);
     // An id asked for twice is found twice.
-    assert!(engine.get_many(&[a, a]).unwrap().iter().all(Option::is_some));
+    assert!(engine.get_many(&[a, a], None).unwrap().iter().all(Option::is_some));
     let forced = engine.save(NewEntry { dedupe: false, ..NewEntry::new("Deploy failed").scope("s") });
     assert_ne!(forced.unwrap(), a);
     assert_eq!(engine.count(&ListFilter::default()).unwrap(), 3);
@@ -389,7 +389,7 @@ fn get_many_of_several_hundred_ids_keeps_order_repeats_and_gaps() {
     // with repeats and ids that do not exist.
     let mut asked: Vec<i64> = ids.iter().rev().copied().collect();
     asked.extend([ids[3], -1, ids[3], 999_999]);
-    let got = engine.get_many(&asked).unwrap();
+    let got = engine.get_many(&asked, None).unwrap();
     assert_eq!(got.len(), asked.len());
     for (id, hit) in asked.iter().zip(&got) {
         match ids.iter().position(|x| x == id) {

@@ -41,7 +41,8 @@ impl<'q> Admit<'q> {
             let held = metadata_terms(entry.metadata.as_deref());
             self.metadata.iter().all(|term| held.contains(term))
         };
-        scope_ok && kind_ok && session_ok && time_ok && metadata_ok && entry.alive_at(self.now)
+        let valid_ok = q.valid_at(self.now).is_none_or(|at| entry.valid_at(at));
+        scope_ok && kind_ok && session_ok && time_ok && metadata_ok && valid_ok && entry.alive_at(self.now)
     }
 
     /// `admits`, logging a refusal: the index offered a row its filters exclude.

@@ -52,6 +52,11 @@ pub struct Query {
     pub explain: bool,
     /// The query's embedding: BM25 and dense matches are then fused.
     pub embedding: Option<Vec<f32>>,
+    /// What was true at this time: the entries whose validity interval holds
+    /// it. Defaults to `now`.
+    pub as_of: Option<Micros>,
+    /// Every version, superseded or not (`as_of` is then ignored).
+    pub all_versions: bool,
 }
 
 /// Where a query's time went, in microseconds.
@@ -95,11 +100,18 @@ impl Query {
         self
     }
 
+    /// The time whose truth the query reads (`None`: every version).
+    pub fn valid_at(&self, now: Micros) -> Option<Micros> {
+        (!self.all_versions).then(|| self.as_of.unwrap_or(now))
+    }
+
     fn validate(&self) -> Result<()> {
         if self.budget == 0 {
             return Err(Error::invalid("budget must be a positive number of tokens"));
         }
-        for (name, ts) in [("now", self.now), ("since", self.since), ("until", self.until)] {
+        for (name, ts) in
+            [("now", self.now), ("since", self.since), ("until", self.until), ("as_of", self.as_of)]
+        {
             if let Some(ts) = ts {
                 validate_timestamp(name, ts)?;
             }
@@ -176,6 +188,7 @@ impl Memory {
             until: query.until,
             depth: query.depth.unwrap_or(self.config.depth),
             now,
+            valid_at: query.valid_at(now),
             recency_weight: self.config.recency.weight,
             half_life_us: f64::from(self.config.recency.half_life_days) * MICROS_PER_DAY,
             retrieval: self.config.retrieval,
@@ -362,16 +375,40 @@ impl Memory {
         Ok(Some(render(hits, order, query.budget, &self.tokens, self.fence_key, known(query))))
     }
 
-    /// Entries by id, in the order asked; `None` for ids that do not exist.
-    pub fn get_many(&self, ids: &[i64]) -> Result<Vec<Option<Hit>>> {
+    /// Entries by id, in the order asked; `None` for ids that do not exist,
+    /// and for entries that do not hold at `valid_at` (`None`: any version).
+    pub fn get_many(&self, ids: &[i64], valid_at: Option<Micros>) -> Result<Vec<Option<Hit>>> {
         self.check_open()?;
         let now = now_micros();
         Ok(self
             .store
             .fetch(ids)?
             .into_iter()
-            .map(|e| e.filter(|e| e.alive_at(now)).map(|e| Hit::new(e, 0.0)))
+            .map(|e| {
+                e.filter(|e| e.alive_at(now) && valid_at.is_none_or(|at| e.valid_at(at)))
+                    .map(|e| Hit::new(e, 0.0))
+            })
             .collect())
+    }
+
+    /// The versions of `key` in `scope`, oldest first, whatever their validity.
+    pub fn history(&self, key: &str, scope: Option<&str>) -> Result<Vec<Entry>> {
+        self.check_open()?;
+        validate_label("key", key)?;
+        if let Some(scope) = scope {
+            validate_label("scope", scope)?;
+        }
+        let key = crate::entry::normalize_key(key.to_owned());
+        let now = now_micros();
+        Ok(self.store.history(&key, scope)?.into_iter().filter(|e| e.alive_at(now)).collect())
+    }
+
+    /// The entries linked to `id` by supersession, both ways, oldest first
+    /// (the entry itself included); empty when there is no entry `id`.
+    pub fn versions(&self, id: i64) -> Result<Vec<Entry>> {
+        self.check_open()?;
+        let now = now_micros();
+        Ok(self.store.versions(id)?.into_iter().filter(|e| e.alive_at(now)).collect())
     }
 
     /// One page of entries, newest first, after the `(timestamp, id)` cursor.
@@ -383,14 +420,14 @@ impl Memory {
     ) -> Result<Vec<Entry>> {
         self.check_open()?;
         validate_filter(filter)?;
-        let filter = ListFilter { alive_at: Some(now_micros()), ..filter.clone() };
+        let filter = current(filter);
         self.store.list(&filter, after, limit.clamp(1, MAX_DEPTH))
     }
 
     pub fn count(&self, filter: &ListFilter) -> Result<i64> {
         self.check_open()?;
         validate_filter(filter)?;
-        self.store.count(&ListFilter { alive_at: Some(now_micros()), ..filter.clone() })
+        self.store.count(&current(filter))
     }
 
     /// Every scope with its number of live entries; `None` is the global scope.
@@ -435,11 +472,19 @@ fn metadata_filter(json: Option<&str>) -> Result<Vec<String>> {
         .collect()
 }
 
+/// `filter` as the engine reads it: alive now, and holding at its `valid_at`
+/// (now by default) unless it asks for every version.
+fn current(filter: &ListFilter) -> ListFilter {
+    let now = now_micros();
+    let valid_at = if filter.all_versions { None } else { Some(filter.valid_at.unwrap_or(now)) };
+    ListFilter { alive_at: Some(now), valid_at, ..filter.clone() }
+}
+
 fn validate_filter(filter: &ListFilter) -> Result<()> {
     if let Some(Some(scope)) = &filter.scope {
         validate_label("scope", scope)?;
     }
-    for (name, ts) in [("since", filter.since), ("until", filter.until)] {
+    for (name, ts) in [("since", filter.since), ("until", filter.until), ("as_of", filter.valid_at)] {
         if let Some(ts) = ts {
             validate_timestamp(name, ts)?;
         }

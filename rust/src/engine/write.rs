@@ -75,6 +75,9 @@ impl Memory {
             // Prepared before the write lock is taken: scrubbing and counting
             // never hold up another writer.
             let prepared = parallel_map(entries, |e| self.prepare(e, now));
+            // A version placed in a timeline may change its neighbours' intervals,
+            // and its own end: the index reads those changes from the log.
+            let timeline = prepared.iter().any(PreparedEntry::in_timeline);
             let mut changes: Vec<Change> = Vec::with_capacity(prepared.len());
             let evicted = self.store.insert_chunks(
                 std::iter::once(Ok(prepared)),
@@ -85,7 +88,12 @@ impl Memory {
                 },
             )?;
             changes.extend(deletions(evicted));
-            self.publish(changes)?;
+            if timeline {
+                self.index.follow(&self.store, Follow::Wait)?;
+                self.nudge_flusher();
+            } else {
+                self.publish(changes)?;
+            }
         } else {
             // A large batch is prepared and written a chunk at a time inside its
             // one transaction, and each chunk is let go once its rows are in: the
@@ -190,6 +198,10 @@ impl Memory {
             dedup_key,
             embedding: e.embedding,
             id: e.id,
+            key: e.key.map(crate::entry::normalize_key),
+            valid_from: e.valid_from,
+            valid_to: e.valid_to,
+            supersedes: e.supersedes,
         }
     }
 
@@ -358,6 +370,12 @@ fn inserted(w: &Written, p: PreparedEntry) -> Option<Change> {
         expires_at: p.expires_at,
         risk_stamp: Some(p.risk_stamp),
         updated_at: None,
+        validity: crate::entry::Validity {
+            key: p.key,
+            valid_from: p.valid_from,
+            valid_to: p.valid_to,
+            superseded_by: None,
+        },
     };
     Some(Change { seq, entry_id: w.id, op: ChangeOp::Insert, entry: Some(entry), vector: p.embedding })
 }

@@ -23,6 +23,8 @@ pub struct BoostedTopK<'a> {
     pub now: Micros,
     pub recency_weight: f32,
     pub half_life_us: f64,
+    /// Only entries whose validity interval holds this time; `None`: any.
+    pub valid_at: Option<Micros>,
     /// Committed documents the tail has replaced or deleted.
     pub tombstones: &'a HashMap<i64, i64>,
     /// The searcher's columns, by segment ordinal.
@@ -62,6 +64,7 @@ const TIE_MARGIN: Score = 1e-6;
 pub struct SegmentTopK {
     k: usize,
     now: Micros,
+    valid_at: Option<Micros>,
     recency_weight: f32,
     half_life_us: f64,
     max_boost: f32,
@@ -86,7 +89,13 @@ impl SegmentTopK {
         }
         let id = cols.id.get_val(doc);
         let beats_worst = worst.is_none_or(|w| score.total_cmp(&w.score).then(id.cmp(&w.id)).is_gt());
-        if beats_worst && !self.tombstones.contains_key(&id) && cols.expires.get_val(doc) > self.now {
+        if beats_worst
+            && !self.tombstones.contains_key(&id)
+            && cols.expires.get_val(doc) > self.now
+            && self
+                .valid_at
+                .is_none_or(|at| cols.valid_from.get_val(doc) <= at && cols.valid_to.get_val(doc) > at)
+        {
             let candidate = ByScore(Candidate {
                 id,
                 score,
@@ -145,6 +154,7 @@ impl Collector for BoostedTopK<'_> {
         Ok(SegmentTopK {
             k: self.k.max(1),
             now: self.now,
+            valid_at: self.valid_at,
             recency_weight: self.recency_weight,
             half_life_us: self.half_life_us,
             max_boost: self.max_boost(),
@@ -204,6 +214,8 @@ struct Columns {
     expires: Arc<dyn ColumnValues<i64>>,
     prev: Arc<dyn ColumnValues<i64>>,
     session: Arc<dyn ColumnValues<u64>>,
+    valid_from: Arc<dyn ColumnValues<i64>>,
+    valid_to: Arc<dyn ColumnValues<i64>>,
 }
 
 impl Columns {
@@ -216,6 +228,8 @@ impl Columns {
             expires: fast.i64("expires")?.first_or_default_col(i64::MAX),
             prev: fast.i64("prev")?.first_or_default_col(0),
             session: fast.u64("session_key")?.first_or_default_col(0),
+            valid_from: fast.i64("valid_from")?.first_or_default_col(i64::MIN),
+            valid_to: fast.i64("valid_to")?.first_or_default_col(i64::MAX),
         })
     }
 }

@@ -182,6 +182,7 @@ mod tests {
             tokens: 1,
             expires_at: None,
             risk_stamp: None,
+            validity: crate::entry::Validity::default(),
             updated_at: None,
         }
     }
@@ -197,6 +198,7 @@ mod tests {
             metadata: Vec::new(),
             depth: 10,
             now: 0,
+            valid_at: None,
             recency_weight: 0.0,
             half_life_us: 1.0,
             retrieval: Retrieval::default(),

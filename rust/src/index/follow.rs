@@ -148,7 +148,13 @@ impl SearchIndex {
         let applied = self.applied();
         let mut neighbours = Neighbours::default();
         match local {
-            Some(changes) if changes.first().is_some_and(|c| c.seq == applied + 1) => {
+            // Applied as given only when they follow on without a gap: another
+            // writer's change, or one this writer logged for another entry (a
+            // timeline's neighbour), is in the log alone.
+            Some(changes)
+                if changes.first().is_some_and(|c| c.seq == applied + 1)
+                    && changes.windows(2).all(|w| w[1].seq == w[0].seq + 1) =>
+            {
                 self.apply(store, changes, &mut neighbours)
             }
             Some(changes) if changes.last().is_some_and(|c| c.seq <= applied) => Ok(()),

@@ -37,6 +37,10 @@ pub struct Fields {
     pub session_key: Field,
     /// Top-level scalar metadata as `key=<json value>` terms, for equality filters.
     pub meta: Field,
+    /// When the entry starts to hold (`Entry::valid_from`).
+    pub valid_from: Field,
+    /// When it stops holding, `i64::MAX` for open.
+    pub valid_to: Field,
 }
 
 pub fn build() -> (Schema, Fields) {
@@ -59,6 +63,8 @@ pub fn build() -> (Schema, Fields) {
         prev: builder.add_i64_field("prev", FAST),
         session_key: builder.add_u64_field("session_key", FAST),
         meta: builder.add_text_field("meta", STRING),
+        valid_from: builder.add_i64_field("valid_from", FAST),
+        valid_to: builder.add_i64_field("valid_to", FAST),
     };
     (builder.build(), fields)
 }
@@ -282,6 +288,8 @@ pub fn document(fields: &Fields, entry: &Entry, extra: &Extra) -> TantivyDocumen
     for term in metadata_terms(entry.metadata.as_deref()) {
         doc.add_text(fields.meta, term);
     }
+    doc.add_i64(fields.valid_from, entry.valid_from());
+    doc.add_i64(fields.valid_to, entry.validity.valid_to.unwrap_or(i64::MAX));
     doc
 }
 

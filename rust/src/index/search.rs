@@ -49,6 +49,9 @@ pub struct SearchRequest {
     pub metadata: Vec<String>,
     pub depth: usize,
     pub now: Micros,
+    /// Only entries whose validity interval holds this time (`Entry::valid_at`);
+    /// `None`: every version.
+    pub valid_at: Option<Micros>,
     pub recency_weight: f32,
     pub half_life_us: f64,
     /// Query analysis and field weights.
@@ -250,6 +253,7 @@ impl SearchRequest {
             && self.since.is_none_or(|since| entry.timestamp >= since)
             && self.until.is_none_or(|until| entry.timestamp < until)
             && entry.alive_at(self.now)
+            && self.valid_at.is_none_or(|at| entry.valid_at(at))
             && (self.metadata.is_empty() || {
                 let terms = schema::metadata_terms(entry.metadata.as_deref());
                 self.metadata.iter().all(|t| terms.contains(t))
@@ -372,6 +376,7 @@ fn committed(
         now: req.now,
         recency_weight: req.recency_weight,
         half_life_us: req.half_life_us,
+        valid_at: req.valid_at,
         tombstones,
         columns,
     };

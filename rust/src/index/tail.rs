@@ -166,6 +166,7 @@ mod tests {
             tokens: 1,
             expires_at: None,
             risk_stamp: None,
+            validity: crate::entry::Validity::default(),
             updated_at: None,
         }
     }

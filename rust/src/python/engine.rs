@@ -230,9 +230,36 @@ impl Engine {
         })
     }
 
-    fn get_many<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyAny>> {
+    /// Entries by id; those that do not hold at `as_of` (now by default) are
+    /// `None`, unless `include_superseded`.
+    #[pyo3(signature = (ids, *, as_of=None, include_superseded=false))]
+    fn get_many<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<i64>,
+        as_of: Option<Micros>,
+        include_superseded: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        awaitable(py, move || Ok(hits(core.get_many(&ids)?)))
+        awaitable(py, move || {
+            let valid_at = (!include_superseded).then(|| as_of.unwrap_or_else(crate::store::now_micros));
+            Ok(hits(core.get_many(&ids, valid_at)?))
+        })
+    }
+
+    /// The versions of `key` in `scope`, oldest first.
+    fn history<'py>(&self, py: Python<'py>, key: Text, scope: Option<Text>) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        let (key, scope) = (key.0, scope.map(String::from));
+        awaitable(py, move || {
+            Ok(core.history(&key, scope.as_deref())?.into_iter().map(Hit::from).collect::<Vec<_>>())
+        })
+    }
+
+    /// The entries linked to `id` by supersession, oldest first.
+    fn versions<'py>(&self, py: Python<'py>, id: i64) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || Ok(core.versions(id)?.into_iter().map(Hit::from).collect::<Vec<_>>()))
     }
 
     /// Applies a `_convert.PatchRecord` and returns the entry as stored.

@@ -49,6 +49,8 @@ impl Hit {
         (a.id, &a.content, &a.kind, &a.scope, &a.session_id, a.timestamp, a.tokens)
             == (b.id, &b.content, &b.kind, &b.scope, &b.session_id, b.timestamp, b.tokens)
             && (a.expires_at, a.updated_at) == (b.expires_at, b.updated_at)
+            && (&a.validity.key, a.valid_from(), a.validity.valid_to, a.validity.superseded_by)
+                == (&b.validity.key, b.valid_from(), b.validity.valid_to, b.validity.superseded_by)
             && self.score.map(f32::to_bits) == other.score.map(f32::to_bits)
             && self.risks == other.risks
             && metadata(a) == metadata(b)
@@ -65,7 +67,7 @@ impl Hit {
     /// A hit built by hand, for tests and fakes: `timestamp` and `expires_at`
     /// are aware datetimes, `metadata` a JSON-compatible dict.
     #[new]
-    #[pyo3(signature = (id, content, kind="note".to_owned(), *, scope=None, session_id=None, timestamp=None, tokens=0, metadata=None, score=None, expires_at=None, updated_at=None, risks=Vec::new()))]
+    #[pyo3(signature = (id, content, kind="note".to_owned(), *, scope=None, session_id=None, timestamp=None, tokens=0, metadata=None, score=None, expires_at=None, updated_at=None, risks=Vec::new(), key=None, valid_from=None, valid_to=None, superseded_by=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -81,12 +83,17 @@ impl Hit {
         expires_at: Option<Bound<'_, PyAny>>,
         updated_at: Option<Bound<'_, PyAny>>,
         risks: Vec<String>,
+        key: Option<String>,
+        valid_from: Option<Bound<'_, PyAny>>,
+        valid_to: Option<Bound<'_, PyAny>>,
+        superseded_by: Option<i64>,
     ) -> PyResult<Self> {
         let micros = |t: Option<Bound<'_, PyAny>>| t.map(|t| from_datetime(py, &t)).transpose();
         let metadata = match metadata {
             Some(m) if !m.is_empty() => Some(json(py, "dumps")?.call1((m,))?.extract::<String>()?),
             _ => None,
         };
+        let timestamp = micros(timestamp)?.unwrap_or(0);
         let entry = Entry {
             id,
             content,
@@ -94,11 +101,18 @@ impl Hit {
             scope,
             session_id,
             metadata,
-            timestamp: micros(timestamp)?.unwrap_or(0),
+            timestamp,
             tokens,
             expires_at: micros(expires_at)?,
             updated_at: micros(updated_at)?,
             risk_stamp: None,
+            validity: crate::entry::Validity {
+                key,
+                // Stored as given only when it differs from the timestamp, as the store does.
+                valid_from: micros(valid_from)?.filter(|&from| from != timestamp),
+                valid_to: micros(valid_to)?,
+                superseded_by,
+            },
         };
         Ok(Self { entry, score, risks, explain: None })
     }
@@ -161,6 +175,33 @@ impl Hit {
     fn updated_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.entry.updated_at.map(|at| to_datetime(py, at)).transpose()
     }
+    /// The slot the entry fills in its scope (`save(..., key=)`); `None` for an
+    /// entry saved without one.
+    #[getter]
+    fn key(&self) -> Option<&str> {
+        self.entry.validity.key.as_deref()
+    }
+    /// When the fact starts to hold, as an aware UTC datetime (by default, its timestamp).
+    #[getter]
+    fn valid_from<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_datetime(py, self.entry.valid_from())
+    }
+    /// When the fact stopped (or stops) holding; `None` while it is open.
+    #[getter]
+    fn valid_to<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.entry.validity.valid_to.map(|at| to_datetime(py, at)).transpose()
+    }
+    /// The id of the entry that superseded this one; `None` if nothing has.
+    #[getter]
+    fn superseded_by(&self) -> Option<i64> {
+        self.entry.validity.superseded_by
+    }
+    /// Whether the entry holds now: its validity interval contains the clock's
+    /// time when you ask.
+    #[getter]
+    fn current(&self) -> bool {
+        self.entry.valid_at(crate::store::now_micros())
+    }
     /// The entry's metadata as a new dict (empty when none was saved).
     #[getter]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -183,6 +224,10 @@ impl Hit {
         d.set_item("expires_at", self.expires_at(py)?)?;
         d.set_item("updated_at", self.updated_at(py)?)?;
         d.set_item("risks", self.risks.clone())?;
+        d.set_item("key", self.key())?;
+        d.set_item("valid_from", self.valid_from(py)?)?;
+        d.set_item("valid_to", self.valid_to(py)?)?;
+        d.set_item("superseded_by", self.superseded_by())?;
         Ok(d)
     }
 

@@ -167,6 +167,7 @@ mod tests {
             expires_at: None,
             updated_at: None,
             risk_stamp: None,
+            validity: crate::entry::Validity::default(),
         }
     }
 

@@ -4,7 +4,7 @@
 //! A new entry is a duplicate of a stored one only when nothing the caller
 //! could tell apart differs, and keeping the stored one loses nothing:
 //! - the normalised content is equal;
-//! - the scope, session, kind and metadata are equal (metadata as JSON values:
+//! - the scope, session, kind, key and metadata are equal (metadata as JSON values:
 //!   key order does not matter, and no metadata equals `{}`);
 //! - the stored entry is alive, and expires exactly when the new one would
 //!   (both never, or at the same instant). A permanent save never lands on an
@@ -22,9 +22,12 @@ use crate::error::Result;
 use crate::normalize::normalize;
 
 /// The columns `Stored::read` reads, in order.
-pub(super) const STORED_COLUMNS: &str = "id, content, scope, session_id, kind, metadata, expires_at";
+pub(super) const STORED_COLUMNS: &str = "id, content, scope, session_id, kind, metadata, expires_at, key";
+/// How many columns `STORED_COLUMNS` names.
+pub(super) const STORED_WIDTH: i32 = 8;
 
 /// A stored entry, as far as duplicate detection looks at it.
+#[derive(Debug, Clone)]
 pub(super) struct Stored {
     pub id: i64,
     content: String,
@@ -33,6 +36,7 @@ pub(super) struct Stored {
     kind: String,
     metadata: Option<String>,
     expires_at: Option<Micros>,
+    key: Option<String>,
 }
 
 impl Stored {
@@ -46,7 +50,16 @@ impl Stored {
             kind: row.get(4)?,
             metadata: row.get(5)?,
             expires_at: row.get(6)?,
+            key: row.get(7)?,
         })
+    }
+
+    pub fn scope(&self) -> &Option<String> {
+        &self.scope
+    }
+
+    pub fn key(&self) -> &Option<String> {
+        &self.key
     }
 
     /// Whether `e` (whose normalised content is `normalized`) is a duplicate of
@@ -57,6 +70,7 @@ impl Stored {
             && self.scope == e.scope
             && self.session_id == e.session_id
             && self.kind == e.kind
+            && self.key == e.key
             && same_metadata(self.metadata.as_deref(), e.metadata.as_deref())
             && normalize(&self.content) == normalized
     }

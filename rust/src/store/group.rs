@@ -110,7 +110,7 @@ async fn duplicates_in_store(tx: &Tx<'_>, group: &[PreparedEntry], now: Micros) 
     let mut found: HashMap<i64, Vec<dedupe::Stored>> = HashMap::new();
     let mut rows = tx.query_kept(&sql, params).await?;
     while let Some(row) = rows.next().await? {
-        let key: i64 = row.get(7)?;
+        let key: i64 = row.get(dedupe::STORED_WIDTH)?;
         found.entry(key).or_default().push(dedupe::Stored::read(&row)?);
     }
     drop(rows);

@@ -17,6 +17,7 @@ mod read;
 mod retention;
 mod rows;
 mod schema;
+mod timeline;
 mod vectors;
 mod write;
 
@@ -55,6 +56,26 @@ pub struct PreparedEntry {
     pub id: Option<i64>,
     /// `safety::injection::stamp` of the content.
     pub risk_stamp: i64,
+    /// The key it fills (NFC), when it has one.
+    pub key: Option<String>,
+    /// Given validity; `None` for `valid_from` means the timestamp.
+    pub valid_from: Option<Micros>,
+    pub valid_to: Option<Micros>,
+    /// The entry this one corrects.
+    pub supersedes: Option<i64>,
+}
+
+impl PreparedEntry {
+    /// When it starts to hold.
+    pub fn starts(&self) -> Micros {
+        self.valid_from.unwrap_or(self.timestamp)
+    }
+
+    /// Whether writing it touches other entries' validity (so it is written on
+    /// its own, never in a group).
+    pub fn in_timeline(&self) -> bool {
+        self.key.is_some() || self.supersedes.is_some()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,6 +26,11 @@ pub struct ListFilter {
     pub until: Option<Micros>,
     /// Only entries alive at this time (not expired).
     pub alive_at: Option<Micros>,
+    /// Only entries whose validity interval holds this time; `None`: every version.
+    pub valid_at: Option<Micros>,
+    /// For the engine's reads: every version, whatever `valid_at` says; without
+    /// it they default `valid_at` to now. The store filters on `valid_at` alone.
+    pub all_versions: bool,
 }
 
 impl ListFilter {
@@ -55,6 +60,12 @@ impl ListFilter {
         if let Some(now) = self.alive_at {
             params.push(Value::Integer(now));
             clauses.push(format!("(expires_at IS NULL OR expires_at > ?{})", params.len()));
+        }
+        if let Some(at) = self.valid_at {
+            params.push(Value::Integer(at));
+            let n = params.len();
+            clauses
+                .push(format!("COALESCE(valid_from, ts) <= ?{n} AND (valid_to IS NULL OR valid_to > ?{n})"));
         }
         let sql = if clauses.is_empty() { "1".to_owned() } else { clauses.join(" AND ") };
         (sql, params)
@@ -258,3 +269,48 @@ impl Store {
         })
     }
 }
+
+impl Store {
+    /// The versions of `key` in `scope`, in timeline order (`timeline.rs`).
+    pub fn history(&self, key: &str, scope: Option<&str>) -> Result<Vec<Entry>> {
+        let sql = format!(
+            "SELECT {ENTRY_COLUMNS} FROM entries WHERE key = ?1 AND scope IS ?2 \
+             ORDER BY COALESCE(valid_from, ts), id"
+        );
+        self.with_reader(|conn| {
+            block_on(async {
+                let rows = conn.query_kept(&sql, vec![text(key), opt_text(scope)]).await?;
+                let mut out = Vec::new();
+                read_entries(rows, &mut out).await?;
+                Ok(out)
+            })
+        })
+    }
+
+    /// The entries linked to `id` by supersession, both ways, oldest first;
+    /// empty when there is no such entry.
+    pub fn versions(&self, id: i64) -> Result<Vec<Entry>> {
+        let sql = format!(
+            "WITH RECURSIVE \
+               back(id, depth) AS (SELECT ?1, 0 UNION \
+                 SELECT e.id, back.depth + 1 FROM entries e JOIN back ON e.superseded_by = back.id \
+                 WHERE back.depth < {MAX_CHAIN}), \
+               fwd(id, depth) AS (SELECT ?1, 0 UNION \
+                 SELECT e.superseded_by, fwd.depth + 1 FROM entries e JOIN fwd ON e.id = fwd.id \
+                 WHERE e.superseded_by IS NOT NULL AND fwd.depth < {MAX_CHAIN}) \
+             SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN (SELECT id FROM back UNION SELECT id FROM fwd) \
+             ORDER BY COALESCE(valid_from, ts), id"
+        );
+        self.with_reader(|conn| {
+            block_on(async {
+                let rows = conn.query_kept(&sql, [id]).await?;
+                let mut out = Vec::new();
+                read_entries(rows, &mut out).await?;
+                Ok(out)
+            })
+        })
+    }
+}
+
+/// The most links `versions` follows each way.
+const MAX_CHAIN: usize = 100_000;

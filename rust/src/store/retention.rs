@@ -3,10 +3,8 @@
 
 use libsql::Value;
 
-use super::change_log::log_change;
 use super::conn::Tx;
 use super::rows::opt_text;
-use super::schema::OP_DELETE;
 use crate::config::Eviction;
 use crate::entry::Micros;
 use crate::error::Result;
@@ -64,8 +62,9 @@ pub async fn enforce(
         }
         drop(rows);
         for id in ids {
-            tx.execute("DELETE FROM entries WHERE id = ?1", [id]).await?;
-            evicted.push((id, log_change(tx, id, OP_DELETE).await?));
+            if let Some(seq) = super::timeline::remove(tx, id).await? {
+                evicted.push((id, seq));
+            }
         }
     }
     Ok(evicted)

@@ -3,15 +3,15 @@
 use libsql::{Row, Value};
 
 use super::PreparedEntry;
-use crate::entry::{Entry, Micros};
+use crate::entry::{Entry, Micros, Validity};
 use crate::error::Result;
 
-pub const ENTRY_COLUMNS: &str =
-    "id, content, kind, scope, session_id, metadata, ts, tokens, expires_at, risks, updated_at";
+pub const ENTRY_COLUMNS: &str = "id, content, kind, scope, session_id, metadata, ts, tokens, expires_at, \
+     risks, updated_at, key, valid_from, valid_to, superseded_by";
 
 /// How many columns `ENTRY_COLUMNS` names: a column selected after them is at
 /// this offset from the first.
-pub const ENTRY_WIDTH: i32 = 11;
+pub const ENTRY_WIDTH: i32 = 15;
 
 /// `ENTRY_COLUMNS` qualified with a table alias.
 pub fn prefixed(alias: &str) -> String {
@@ -32,18 +32,24 @@ pub fn entry(row: &Row, at: i32) -> Result<Entry> {
         expires_at: row.get(at + 8)?,
         risk_stamp: row.get(at + 9)?,
         updated_at: row.get(at + 10)?,
+        validity: Validity {
+            key: row.get(at + 11)?,
+            valid_from: row.get(at + 12)?,
+            valid_to: row.get(at + 13)?,
+            superseded_by: row.get(at + 14)?,
+        },
     })
 }
 
 /// The columns an entry insert writes, in `entry_values`' order.
 pub const INSERT_ENTRY: &str = "INSERT INTO entries (id, content, kind, scope, session_id, metadata, ts, \
-     tokens, created_at, content_key, expires_at, risks) VALUES";
+     tokens, created_at, content_key, expires_at, risks, key, valid_from, valid_to) VALUES";
 /// One row's placeholders for `INSERT_ENTRY`.
-pub const ENTRY_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+pub const ENTRY_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 /// An entry's values for `INSERT_ENTRY`, with its duplicate key. A `NULL` id
 /// takes the next one.
-pub fn entry_values(e: &PreparedEntry, key: i64, created_at: Micros) -> [Value; 12] {
+pub fn entry_values(e: &PreparedEntry, key: i64, created_at: Micros) -> [Value; 15] {
     [
         e.id.map_or(Value::Null, Value::Integer),
         text(&e.content),
@@ -57,6 +63,9 @@ pub fn entry_values(e: &PreparedEntry, key: i64, created_at: Micros) -> [Value; 
         Value::Integer(key),
         e.expires_at.map_or(Value::Null, Value::Integer),
         Value::Integer(e.risk_stamp),
+        opt_text(e.key.as_deref()),
+        e.valid_from.map_or(Value::Null, Value::Integer),
+        e.valid_to.map_or(Value::Null, Value::Integer),
     ]
 }
 

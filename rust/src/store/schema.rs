@@ -86,6 +86,19 @@ pub const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE entries ADD COLUMN updated_at INTEGER;
     ",
+    // 7: keys and validity time (`store/timeline.rs`). `valid_from` NULL means
+    // the entry's timestamp, so existing rows need no rewrite; `valid_to` NULL
+    // is open. At most one version of a key is open in a scope.
+    r"
+    ALTER TABLE entries ADD COLUMN key TEXT;
+    ALTER TABLE entries ADD COLUMN valid_from INTEGER;
+    ALTER TABLE entries ADD COLUMN valid_to INTEGER;
+    ALTER TABLE entries ADD COLUMN superseded_by INTEGER;
+    CREATE INDEX entries_key ON entries (key, scope) WHERE key IS NOT NULL;
+    CREATE UNIQUE INDEX entries_key_open ON entries (ifnull(scope, char(0)), key)
+        WHERE key IS NOT NULL AND valid_to IS NULL;
+    CREATE INDEX entries_superseded ON entries (superseded_by) WHERE superseded_by IS NOT NULL;
+    ",
 ];
 
 /// The `meta` key of the database's random id (migration 5).

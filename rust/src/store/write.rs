@@ -11,7 +11,8 @@ use super::conn::Tx;
 use super::group;
 use super::retention::{self, Retention};
 use super::rows::{self, entry_values, opt_text, text, ENTRY_COLUMNS, ENTRY_ROW, INSERT_ENTRY};
-use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
+use super::schema::{OP_INSERT, OP_UPDATE};
+use super::timeline;
 use super::{now_micros, PreparedEntry, Store};
 use crate::entry::{Entry, Micros};
 use crate::error::{Error, Result};
@@ -95,7 +96,12 @@ impl Store {
                     let entries = chunk.borrow();
                     // Grouped inserts read their ids back in ascending order, which
                     // ids given by the caller need not follow: those go one by one.
-                    let one_by_one = if entries.iter().any(|e| e.id.is_some()) { entries.len() } else { 0 };
+                    // So do entries that take a place in a timeline.
+                    let one_by_one = if entries.iter().any(|e| e.id.is_some() || e.in_timeline()) {
+                        entries.len()
+                    } else {
+                        0
+                    };
                     let (singles, rest) = entries.split_at(one_by_one);
                     for e in singles {
                         out.push(insert_one(&tx, e, now).await?);
@@ -150,6 +156,12 @@ impl Store {
                     entry.metadata = metadata;
                 }
                 let moved = patch.scope.as_ref().is_some_and(|scope| *scope != entry.scope);
+                if moved && (entry.validity.key.is_some() || timeline::linked(&tx, id).await?) {
+                    return Err(Error::invalid(format!(
+                        "entry {id} is a version in a timeline (a key's, or a correction's): \
+                         it cannot move to another scope"
+                    )));
+                }
                 if let Some(scope) = patch.scope {
                     entry.scope = scope;
                 }
@@ -243,8 +255,8 @@ impl Store {
                 let tx = conn.begin().await?;
                 let mut out = Vec::new();
                 for &id in ids {
-                    if tx.execute("DELETE FROM entries WHERE id = ?1", [id]).await? > 0 {
-                        out.push((id, log_change(&tx, id, OP_DELETE).await?));
+                    if let Some(seq) = timeline::remove(&tx, id).await? {
+                        out.push((id, seq));
                     }
                 }
                 tx.commit().await?;
@@ -280,8 +292,9 @@ impl Store {
                 drop(found);
                 let mut out = Vec::with_capacity(ids.len());
                 for id in ids {
-                    tx.execute("DELETE FROM entries WHERE id = ?1", [id]).await?;
-                    out.push((id, log_change(&tx, id, OP_DELETE).await?));
+                    if let Some(seq) = timeline::remove(&tx, id).await? {
+                        out.push((id, seq));
+                    }
                 }
                 tx.commit().await?;
                 Ok(out)
@@ -290,11 +303,15 @@ impl Store {
     }
 }
 
-/// Inserts one entry, or finds the identical one already in its scope.
+/// Inserts one entry, or finds the identical one already in its scope. An
+/// entry with a key or one it supersedes takes its place in a timeline
+/// (`timeline.rs`).
 async fn insert_one(tx: &Tx<'_>, e: &PreparedEntry, now: Micros) -> Result<Written> {
-    if let Some((key, normalized)) = &e.dedup_key {
-        if let Some(id) = find_duplicate(tx, e, *key, normalized, now).await? {
-            return Ok(Written { id, seq: None });
+    if !e.in_timeline() {
+        if let Some((key, normalized)) = &e.dedup_key {
+            if let Some(id) = find_duplicate(tx, e, *key, normalized, now).await? {
+                return Ok(Written { id, seq: None });
+            }
         }
     }
     if let Some(id) = e.id {
@@ -303,12 +320,41 @@ async fn insert_one(tx: &Tx<'_>, e: &PreparedEntry, now: Micros) -> Result<Writt
             return Err(Error::invalid(format!("id {id} is already taken by another entry")));
         }
     }
+    let place = if e.in_timeline() {
+        if e.valid_to.is_some_and(|to| to <= e.starts()) {
+            return Err(Error::invalid("valid_to must be later than valid_from"));
+        }
+        let place = timeline::place(tx, e).await?;
+        // The same content again under its key: the version it would supersede
+        // stands, if it still holds where this one would start.
+        if let (Some((_, normalized)), Some(before)) = (&e.dedup_key, &place.before) {
+            let holds = before.valid_to.is_none_or(|to| to > e.starts());
+            if e.supersedes.is_none()
+                && e.valid_to.is_none()
+                && holds
+                && before.stored.duplicates(e, normalized, now)
+            {
+                return Ok(Written { id: before.id, seq: None });
+            }
+        }
+        place.close_before(tx, e).await?;
+        Some(place)
+    } else {
+        None
+    };
     // RETURNING rather than last_insert_rowid: the same on a file and over
     // Hrana, where the rowid travels with each statement's result.
     static INSERT_ONE: LazyLock<String> =
         LazyLock::new(|| format!("{INSERT_ENTRY} {ENTRY_ROW} RETURNING id"));
     let key = e.dedup_key.as_ref().map_or_else(|| content_key(&normalize(&e.content)), |(key, _)| *key);
-    let id = returned_id(tx, &INSERT_ONE, entry_values(e, key, now).to_vec()).await?;
+    let mut values = entry_values(e, key, now);
+    if let Some(place) = &place {
+        values[14] = place.ends(e).map_or(Value::Null, Value::Integer);
+    }
+    let id = returned_id(tx, &INSERT_ONE, values.to_vec()).await?;
+    if let Some(place) = &place {
+        place.link(tx, id).await?;
+    }
     if let Some(vector) = &e.embedding {
         super::vectors::put(tx, id, vector).await?;
     }

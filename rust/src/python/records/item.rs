@@ -24,6 +24,10 @@ pub struct ItemRecord {
     dedupe: bool,
     id: Option<i64>,
     scrub: bool,
+    key: Option<Text>,
+    valid_from: Option<Micros>,
+    valid_to: Option<Micros>,
+    supersedes: Option<i64>,
 }
 
 impl ItemRecord {
@@ -41,6 +45,10 @@ impl ItemRecord {
             embedding,
             id: self.id,
             scrub: self.scrub,
+            key: self.key.map(String::from),
+            valid_from: self.valid_from,
+            valid_to: self.valid_to,
+            supersedes: self.supersedes,
         }
     }
 }
@@ -54,6 +62,8 @@ pub struct ListRecord {
     session_id: Option<Text>,
     since: Option<Micros>,
     until: Option<Micros>,
+    as_of: Option<Micros>,
+    include_superseded: bool,
 }
 
 impl From<ListRecord> for ListFilter {
@@ -65,6 +75,8 @@ impl From<ListRecord> for ListFilter {
             since: r.since,
             until: r.until,
             alive_at: None,
+            valid_at: r.as_of,
+            all_versions: r.include_superseded,
         }
     }
 }

@@ -33,6 +33,8 @@ pub struct QueryRecord<'py> {
     #[pyo3(default)]
     order: Parsed<Order>,
     embedding: Option<PyReadonlyArray1<'py, f32>>,
+    as_of: Option<Micros>,
+    include_superseded: bool,
 }
 
 impl QueryRecord<'_> {
@@ -53,6 +55,8 @@ impl QueryRecord<'_> {
             injection: self.on_injection.0,
             explain: self.explain,
             embedding: self.embedding.map(|v| v.as_array().to_vec()),
+            as_of: self.as_of,
+            all_versions: self.include_superseded,
         };
         (query, self.order.0)
     }
