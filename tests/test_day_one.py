@@ -44,6 +44,10 @@ async def test_hits_are_values(mem: ContextForge) -> None:
         "expires_at",
         "updated_at",
         "risks",
+        "key",
+        "valid_from",
+        "valid_to",
+        "superseded_by",
     ]
     assert json.loads(json.dumps(d, default=str))["content"] == "the deploy failed"
     assert (

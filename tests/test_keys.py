@@ -213,3 +213,31 @@ def test_random_operations_keep_every_timeline_consistent(ops: list[tuple[object
                 hits = cf.query(f"{key} value correction", "u", 4096, as_of=day(t + 0.5))
                 of_key = [h.id for h in hits if h.key == key]
                 assert of_key == ([] if want is None else [want[1]]), (key, t)
+
+
+def test_plain_entries_read_as_before_whatever_the_clock(cf: ContextForgeSync) -> None:
+    """An entry without a key or an interval holds at every time: a query's
+    ``now=`` (its recency clock) or ``as_of`` never hides it."""
+    plain = cf.save("the wiki lives on the intranet", scope="u")
+    assert [h.id for h in cf.query("wiki intranet", "u", 256, now=day(0))] == [plain]
+    assert [h.id for h in cf.query("wiki intranet", "u", 256, as_of=day(0))] == [plain]
+    assert cf.count("u", as_of=day(0)) == 1
+    hit = cf.get(plain)
+    assert hit is not None and hit.current and hit.valid_from == hit.timestamp
+
+
+def test_current_follows_the_query_clock(cf: ContextForgeSync) -> None:
+    cf.save("the plan is A", scope="u", key="plan", timestamp=day(0))
+    cf.save("the plan is B", scope="u", key="plan", timestamp=day(10))
+    [then] = cf.query("plan", "u", 256, now=day(5))
+    assert then.content == "the plan is A" and then.current
+    both = cf.query("plan", "u", 256, now=day(5), include_superseded=True)
+    assert {h.content: h.current for h in both} == {"the plan is A": True, "the plan is B": False}
+
+
+def test_a_plain_save_never_lands_on_a_superseded_entry(cf: ContextForgeSync) -> None:
+    old = cf.save("standup is at 9", scope="u", timestamp=day(0))
+    cf.supersede(old, "standup is at 10", timestamp=day(1))
+    again = cf.save("standup is at 9", scope="u", timestamp=day(2))
+    assert again.created and again != old
+    assert cf.get(again) is not None

@@ -104,7 +104,8 @@ async def test_a_version_one_store_opens_through_migrations(tmp_path: Path) -> N
     [(version,)] = conn.execute("PRAGMA user_version").fetchall()
     columns = {row[1] for row in conn.execute("PRAGMA table_info(entries)")}
     conn.close()
-    assert version == 6 and {"expires_at", "last_returned", "risks", "updated_at"} <= columns
+    assert version == 7
+    assert {"expires_at", "last_returned", "risks", "updated_at", "key", "valid_to"} <= columns
 
 
 async def test_a_newer_store_is_refused(tmp_path: Path) -> None:

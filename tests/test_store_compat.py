@@ -76,3 +76,22 @@ async def test_an_old_store_takes_new_writes_and_keeps_them(old_store: str) -> N
         assert await cf.count(ALL_SCOPES) == len(ENTRIES) + 1
         hits = await cf.query("Porto", "user:alice", 1000)
     assert [h.id for h in hits] == [new]
+
+
+async def test_the_upgrade_adds_keys_and_leaves_every_entry_current(old_store: str) -> None:
+    """Schema 7 (keys and validity time): old entries hold from their timestamp,
+    forever, and the upgraded store takes keyed versions."""
+    async with await ContextForge.open(old_store) as cf:
+        hits = await cf.get_many([e["id"] for e in ENTRIES])
+        for hit in hits:
+            assert hit is not None
+            assert (hit.key, hit.valid_to, hit.superseded_by) == (None, None, None)
+            assert hit.valid_from == hit.timestamp and hit.current
+        scope = next(e["scope"] for e in ENTRIES if e.get("scope"))
+        first = await cf.save("the build server is ci-1", scope=scope, key="build.server")
+        second = await cf.save("the build server is ci-2", scope=scope, key="build.server")
+        history = await cf.history("build.server", scope)
+        assert [h.id for h in history] == [first, second]
+        assert history[0].superseded_by == second
+    with sqlite3.connect(old_store) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 7

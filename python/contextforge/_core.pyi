@@ -193,6 +193,8 @@ class Engine:
         """Entries by id; `None` for those that do not hold at `as_of` (default now)."""
     def history(self, key: str, scope: str | None) -> Awaitable[list[Hit]]:
         """The versions of `key` in `scope`, oldest first."""
+    def keys(self, scope: str | None, limit: int) -> Awaitable[list[str]]:
+        """The keys `scope` holds, in order, at most `limit`."""
     def versions(self, id: int) -> Awaitable[list[Hit]]:
         """The entries linked to `id` by supersession, oldest first."""
     def save_detailed(

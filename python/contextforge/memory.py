@@ -441,12 +441,14 @@ class ContextForge:
             embedding: The query's vector. By default ``Config.embedder`` embeds
                 ``q`` when one is set. With a vector, and vectors in the store,
                 BM25 and dense matches are fused (``Config.fusion``).
-            as_of: Read what was true at this time: only entries whose validity
-                interval (``valid_from`` to ``valid_to``) holds it. By default
-                the interval must hold ``now``, so superseded versions and facts
-                not yet in force are left out.
+            as_of: Read what was true at this time: entries with a key or an
+                interval only where their interval (``valid_from`` to
+                ``valid_to``) holds it. By default it must hold ``now``, so
+                superseded versions and facts not yet in force are left out.
+                Plain entries (no key, no interval, never superseded) hold at
+                every time.
             include_superseded: Every version, whatever its interval; each
-                hit's ``current`` says whether it holds now.
+                hit's ``current`` says whether it holds at ``now``.
 
         Filters are applied inside the index, never by trimming a global top-k, so
         every matching entry is a candidate. BM25 statistics are the whole store's:
@@ -660,6 +662,13 @@ class ContextForge:
         first, each with its interval (``valid_from``, ``valid_to``) and
         ``superseded_by``; empty when the key has none."""
         return await self._engine.history(_convert.label("key", key), _convert.optional_text("scope", scope))
+
+    async def keys(self, scope: str | None, *, limit: int = 1000) -> list[str]:
+        """The keys that ``scope`` (``None``: global entries) holds versions of,
+        in order, at most ``limit`` (up to 10,000)."""
+        return await self._engine.keys(
+            _convert.optional_text("scope", scope), _convert.positive_int("limit", limit)
+        )
 
     async def versions(self, id: int) -> list[_core.Hit]:
         """Entry ``id`` and every entry linked to it by supersession, both ways,

@@ -186,6 +186,7 @@ class ContextForgeSync:
     supersede = _blocking(ContextForge.supersede)
     history = _blocking(ContextForge.history)
     versions = _blocking(ContextForge.versions)
+    keys = _blocking(ContextForge.keys)
     reembed = _blocking(ContextForge.reembed)
     delete = _blocking(ContextForge.delete)
     delete_many = _blocking(ContextForge.delete_many)

@@ -230,7 +230,9 @@ pub struct Entry {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Validity {
     pub key: Option<String>,
-    /// When it starts to hold; `None`: at the entry's timestamp.
+    /// When it starts to hold. `None` for an entry outside any timeline (no
+    /// key, no interval, no supersession), which holds at every time and shows
+    /// its timestamp as its start; a timeline's entries always have one.
     pub valid_from: Option<Micros>,
     /// When it stops holding; `None`: open.
     pub valid_to: Option<Micros>,
@@ -249,9 +251,12 @@ impl Entry {
         self.validity.valid_from.unwrap_or(self.timestamp)
     }
 
-    /// Whether `at` is within the entry's validity interval `[valid_from, valid_to)`.
+    /// Whether the entry holds at `at`. An entry saved without a key or an
+    /// interval, and never superseded, holds at every time; one in a timeline
+    /// holds over `[valid_from, valid_to)`.
     pub fn valid_at(&self, at: Micros) -> bool {
-        self.valid_from() <= at && self.validity.valid_to.is_none_or(|to| to > at)
+        self.validity.valid_from.is_none_or(|from| from <= at)
+            && self.validity.valid_to.is_none_or(|to| to > at)
     }
 }
 

@@ -2,7 +2,9 @@
 
 The pieces the store's ``distill_and_save`` is built from, usable on their own:
 
-- :class:`Distiller`: the protocol, ``async (text: str) -> Distillation``;
+- :class:`Distiller`: the protocol, ``async (text: str) -> Distillation``, and
+  :class:`KeyedDistiller`, one that also takes the scope's existing keys
+  (``keys=``) so that its facts can reuse them;
 - :class:`OpenAIChatDistiller`: a distiller for any OpenAI-compatible
   ``/v1/chat/completions`` server (structured output with fallbacks, retries,
   timeouts, bounded concurrency, strict validation);
@@ -29,9 +31,11 @@ from ._types import (
     DistillTimeoutError,
     Fact,
     FactKind,
+    KeyedDistiller,
 )
 from .merge import (
     DEFAULT_MAX_SUMMARY_CHARS,
+    accepts_keys,
     distill_all,
     merge,
     merge_with_model,
@@ -72,11 +76,13 @@ __all__ = [
     "Distiller",
     "Fact",
     "FactKind",
+    "KeyedDistiller",
     "OpenAIChatDistiller",
     "ResponseMode",
     "SavedItem",
     "Transcript",
     "TranscriptMessage",
+    "accepts_keys",
     "coerce_transcript",
     "distill_all",
     "merge",

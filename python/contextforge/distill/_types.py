@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
@@ -17,11 +18,35 @@ __all__ = [
     "Distiller",
     "Fact",
     "FactKind",
+    "KeyedDistiller",
+    "key_problem",
 ]
 
 FactKind = Literal["decision", "correction", "preference", "state", "fact"]
 #: The kinds a fact may have, in the engine's order.
 FACT_KINDS: tuple[FactKind, ...] = ("decision", "correction", "preference", "state", "fact")
+#: The longest key, in UTF-8 bytes (the store's limit on labels).
+MAX_KEY_BYTES = 512
+
+
+def key_problem(key: object) -> str | None:
+    """Why ``key`` cannot be a fact's key, or ``None`` when it can: a key is a
+    label, like a scope or a kind: a non-blank ``str`` of at most 512 UTF-8
+    bytes, without control characters. (The store also refuses a key that
+    looks like a secret; ``distill_and_save`` drops such keys.)"""
+    if not isinstance(key, str):
+        return f"a key must be a str, not {type(key).__name__}"
+    if not key.strip():
+        return "a key must not be empty"
+    try:
+        size = len(key.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "a key must be valid Unicode"
+    if size > MAX_KEY_BYTES:
+        return f"a key must be at most {MAX_KEY_BYTES} bytes, got {size}"
+    if any(unicodedata.category(c) == "Cc" for c in key):
+        return "a key must not contain control characters"
+    return None
 
 
 class DistillError(ContextForgeError):
@@ -53,10 +78,14 @@ class DistillResponseError(DistillError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Fact:
-    """One durable fact: its kind and a self-contained sentence."""
+    """One durable fact: its kind, a self-contained sentence, and optionally a
+    ``key``: the slot it fills in its scope (``"user.city"``), for a fact that
+    may change later. A fact saved under a key supersedes the key's current
+    version (see docs/keyed-facts.md)."""
 
     kind: FactKind
     text: str
+    key: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str):
@@ -69,6 +98,11 @@ class Fact:
             raise InvalidTypeError(f"text must be a str, not {type(self.text).__name__}")
         if not self.text.strip():
             raise InvalidInputError("a fact's text must not be empty")
+        if self.key is not None:
+            problem = key_problem(self.key)
+            if problem is not None:
+                error = InvalidTypeError if not isinstance(self.key, str) else InvalidInputError
+                raise error(problem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,3 +139,17 @@ class Distiller(Protocol):
     """
 
     async def __call__(self, text: str, /) -> Distillation: ...
+
+
+@runtime_checkable
+class KeyedDistiller(Protocol):
+    """A :class:`Distiller` that also takes the keys the scope already has, so
+    that its facts can reuse them (``keys=("user.city", ...)``), as
+    :class:`~contextforge.distill.OpenAIChatDistiller` does.
+
+    ``distill_and_save`` passes ``keys`` only to a distiller whose signature
+    names a ``keys`` parameter it can take by keyword; any other distiller is
+    called with the text alone.
+    """
+
+    async def __call__(self, text: str, /, *, keys: Sequence[str] = ()) -> Distillation: ...

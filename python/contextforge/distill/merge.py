@@ -9,14 +9,18 @@ summary of the chunk summaries (:func:`reduce_summary`, :func:`merge_with_model`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import inspect
 import unicodedata
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 from ..errors import InvalidInputError, InvalidTypeError
-from ._types import Distillation, Distiller, Fact
+from ._types import Distillation, Distiller, Fact, KeyedDistiller
 
 __all__ = [
     "DEFAULT_MAX_SUMMARY_CHARS",
+    "accepts_keys",
     "distill_all",
     "merge",
     "merge_with_model",
@@ -69,10 +73,13 @@ def merge(
 
     Facts keep their first occurrence in chunk order; a later duplicate (same
     :func:`normalize_fact` key) is dropped, except that it lends its kind when the
-    first one was only a plain ``"fact"``. ``max_facts`` (if given) keeps the first
-    so many. The summary joins the chunk summaries, one per line, skipping empty
-    and repeated ones, cut to ``max_summary_chars``. The model is the distinct
-    model names joined with ``,``.
+    first one was only a plain ``"fact"``, and its ``key`` when the first one had
+    none. Facts with the same key and different texts are all kept, in order
+    (saved in that order, the last one becomes the key's current version).
+    ``max_facts`` (if given) keeps the first so many. The summary joins the chunk
+    summaries, one per line, skipping empty and repeated ones, cut to
+    ``max_summary_chars``. The model is the distinct model names joined with
+    ``,``.
     """
     return merge_with_sources(
         distillations, max_facts=max_facts, max_summary_chars=max_summary_chars
@@ -107,8 +114,13 @@ def merge_with_sources(
                 by_key[key] = len(facts)
                 facts.append(fact)
                 sources.append(source)
-            elif facts[at].kind == "fact" and fact.kind != "fact":
-                facts[at] = Fact(fact.kind, facts[at].text)
+            else:
+                first = facts[at]
+                if first.kind == "fact" and fact.kind != "fact":
+                    first = dataclasses.replace(first, kind=fact.kind)
+                if first.key is None and fact.key is not None:
+                    first = dataclasses.replace(first, key=fact.key)
+                facts[at] = first
     if cap is not None:
         facts, sources = facts[:cap], sources[:cap]
 
@@ -148,7 +160,11 @@ async def reduce_summary(
     summaries = _summaries(distillations)
     if len(summaries) <= 1:
         return truncate(summaries[0], cap) if summaries else "", ""
-    reduced = await distiller("\n".join(summaries))
+    text = "\n".join(summaries)
+    if accepts_keys(distiller):  # no keys: this call's facts are not kept
+        reduced = await cast(KeyedDistiller, distiller)(text, keys=())
+    else:
+        reduced = await distiller(text)
     if not isinstance(reduced, Distillation):
         raise InvalidTypeError(
             f"the distiller returned {type(reduced).__name__}, not a Distillation"
@@ -174,11 +190,40 @@ async def merge_with_model(
     return Distillation(summary=summary, facts=merged.facts, model=",".join(models))
 
 
+def accepts_keys(distiller: object) -> bool:
+    """Whether ``distiller`` can be called as ``distiller(text, keys=...)``: its
+    signature names a ``keys`` parameter that is keyword-only, or positional or
+    keyword but not the first (which takes the text). A ``**kwargs`` catch-all
+    does not count, nor does a callable whose signature cannot be read."""
+    if not callable(distiller):
+        return False
+    try:
+        params = list(inspect.signature(distiller).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    for index, param in enumerate(params):
+        if param.name != "keys":
+            continue
+        if param.kind is inspect.Parameter.KEYWORD_ONLY:
+            return True
+        return param.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and index > 0
+    return False
+
+
 async def distill_all(
-    distiller: Distiller, texts: Sequence[str], *, concurrency: int = 4
+    distiller: Distiller,
+    texts: Sequence[str],
+    *,
+    concurrency: int = 4,
+    keys: Sequence[str] = (),
 ) -> list[Distillation]:
     """Runs ``distiller`` on every text, at most ``concurrency`` at a time, and
     returns the results in the order of ``texts``.
+
+    ``keys`` (the keys the scope already has) are passed on as
+    ``distiller(text, keys=keys)`` when the distiller takes them (see
+    :func:`accepts_keys` and :class:`KeyedDistiller`); a distiller that does
+    not, such as a plain ``async def f(text)``, is called with the text alone.
 
     The first failure cancels the calls still running or waiting and is raised;
     cancelling this coroutine cancels them all.
@@ -187,11 +232,21 @@ async def distill_all(
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise InvalidTypeError(f"texts[{i}] must be a str, not {type(text).__name__}")
+    if isinstance(keys, str) or not isinstance(keys, Sequence):
+        raise InvalidTypeError(f"keys must be a sequence of str, not {type(keys).__name__}")
+    existing = tuple(keys)
+    for i, key in enumerate(existing):
+        if not isinstance(key, str):
+            raise InvalidTypeError(f"keys[{i}] must be a str, not {type(key).__name__}")
+    keyed = cast(KeyedDistiller, distiller) if accepts_keys(distiller) else None
     gate = asyncio.Semaphore(limit)
 
     async def one(text: str) -> Distillation:
         async with gate:
-            result = await distiller(text)
+            if keyed is not None:
+                result = await keyed(text, keys=existing)
+            else:
+                result = await distiller(text)
         if not isinstance(result, Distillation):
             raise InvalidTypeError(
                 f"the distiller returned {type(result).__name__}, not a Distillation"

@@ -403,6 +403,15 @@ impl Memory {
         Ok(self.store.history(&key, scope)?.into_iter().filter(|e| e.alive_at(now)).collect())
     }
 
+    /// The keys `scope` holds, in order, at most `limit` (up to `MAX_DEPTH`).
+    pub fn keys(&self, scope: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        self.check_open()?;
+        if let Some(scope) = scope {
+            validate_label("scope", scope)?;
+        }
+        self.store.keys(scope, limit.clamp(1, MAX_DEPTH))
+    }
+
     /// The entries linked to `id` by supersession, both ways, oldest first
     /// (the entry itself included); empty when there is no entry `id`.
     pub fn versions(&self, id: i64) -> Result<Vec<Entry>> {

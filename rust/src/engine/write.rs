@@ -358,6 +358,7 @@ fn chunked<T>(items: Vec<T>, size: usize) -> impl Iterator<Item = Vec<T>> {
 /// The change that saving `p` made, unless an identical entry was returned.
 fn inserted(w: &Written, p: PreparedEntry) -> Option<Change> {
     let seq = w.seq?;
+    let valid_from = p.stored_start();
     let entry = Entry {
         id: w.id,
         content: p.content,
@@ -371,8 +372,8 @@ fn inserted(w: &Written, p: PreparedEntry) -> Option<Change> {
         risk_stamp: Some(p.risk_stamp),
         updated_at: None,
         validity: crate::entry::Validity {
+            valid_from,
             key: p.key,
-            valid_from: p.valid_from,
             valid_to: p.valid_to,
             superseded_by: None,
         },

@@ -37,7 +37,7 @@ pub struct Fields {
     pub session_key: Field,
     /// Top-level scalar metadata as `key=<json value>` terms, for equality filters.
     pub meta: Field,
-    /// When the entry starts to hold (`Entry::valid_from`).
+    /// When the entry starts to hold, `i64::MIN` for a plain entry (`Entry::valid_at`).
     pub valid_from: Field,
     /// When it stops holding, `i64::MAX` for open.
     pub valid_to: Field,
@@ -288,7 +288,7 @@ pub fn document(fields: &Fields, entry: &Entry, extra: &Extra) -> TantivyDocumen
     for term in metadata_terms(entry.metadata.as_deref()) {
         doc.add_text(fields.meta, term);
     }
-    doc.add_i64(fields.valid_from, entry.valid_from());
+    doc.add_i64(fields.valid_from, entry.validity.valid_from.unwrap_or(i64::MIN));
     doc.add_i64(fields.valid_to, entry.validity.valid_to.unwrap_or(i64::MAX));
     doc
 }

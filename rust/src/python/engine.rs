@@ -210,8 +210,9 @@ impl Engine {
                 Wait::Allowed => Answer::Ready(core.query_timed(&query)?),
                 Wait::Never => Answer::from(core.try_query_timed(&query)?),
             };
+            let now = query.now.unwrap_or_else(crate::store::now_micros);
             Ok(answer.map(|(hits, timings)| {
-                let hits: Vec<Hit> = hits.into_iter().map(Hit::from).collect();
+                let hits: Vec<Hit> = hits.into_iter().map(|h| Hit::from(h).read_at(now)).collect();
                 (hits, query.explain.then(|| TimingsRecord::from(timings)))
             }))
         })
@@ -254,6 +255,13 @@ impl Engine {
         awaitable(py, move || {
             Ok(core.history(&key, scope.as_deref())?.into_iter().map(Hit::from).collect::<Vec<_>>())
         })
+    }
+
+    /// The keys `scope` holds, in order, at most `limit`.
+    fn keys<'py>(&self, py: Python<'py>, scope: Option<Text>, limit: usize) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        let scope = scope.map(String::from);
+        awaitable(py, move || core.keys(scope.as_deref(), limit))
     }
 
     /// The entries linked to `id` by supersession, oldest first.

@@ -15,11 +15,14 @@ pub struct Hit {
     score: Option<f32>,
     risks: Vec<String>,
     explain: Option<Explain>,
+    /// Whether the entry held when it was read (at the call's `now`).
+    current: bool,
 }
 
 impl From<EngineHit> for Hit {
     fn from(hit: EngineHit) -> Self {
         Self {
+            current: hit.entry.valid_at(crate::store::now_micros()),
             entry: hit.entry,
             score: Some(hit.score),
             risks: hit.risks.iter().map(|r| (*r).to_owned()).collect(),
@@ -38,6 +41,11 @@ impl Hit {
     /// An entry read by id or listed: it has no score.
     pub fn lookup(hit: EngineHit) -> Self {
         Self { score: None, ..hit.into() }
+    }
+
+    /// The hit of a call whose clock was `now`: `current` says whether it held then.
+    pub fn read_at(self, now: Micros) -> Self {
+        Self { current: self.entry.valid_at(now), ..self }
     }
 
     /// The fields that make a hit's value (those `to_dict` shows), for equality.
@@ -114,7 +122,8 @@ impl Hit {
                 superseded_by,
             },
         };
-        Ok(Self { entry, score, risks, explain: None })
+        let current = entry.valid_at(crate::store::now_micros());
+        Ok(Self { entry, score, risks, explain: None, current })
     }
 
     #[getter]
@@ -196,11 +205,11 @@ impl Hit {
     fn superseded_by(&self) -> Option<i64> {
         self.entry.validity.superseded_by
     }
-    /// Whether the entry holds now: its validity interval contains the clock's
-    /// time when you ask.
+    /// Whether the entry held when it was read: at the call's `now=`, else
+    /// the clock. An entry without a key or an interval always holds.
     #[getter]
     fn current(&self) -> bool {
-        self.entry.valid_at(crate::store::now_micros())
+        self.current
     }
     /// The entry's metadata as a new dict (empty when none was saved).
     #[getter]

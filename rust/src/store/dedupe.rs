@@ -6,6 +6,10 @@
 //! - the normalised content is equal;
 //! - the scope, session, kind, key and metadata are equal (metadata as JSON values:
 //!   key order does not matter, and no metadata equals `{}`);
+//! - the new entry gives no end of its own (`valid_to`); for a plain save,
+//!   the stored entry still holds (it was not superseded, its interval has not
+//!   ended); a keyed save compares with the version it would supersede
+//!   (`timeline.rs`);
 //! - the stored entry is alive, and expires exactly when the new one would
 //!   (both never, or at the same instant). A permanent save never lands on an
 //!   entry that will expire, and an expiring save never on a permanent one: a
@@ -22,9 +26,10 @@ use crate::error::Result;
 use crate::normalize::normalize;
 
 /// The columns `Stored::read` reads, in order.
-pub(super) const STORED_COLUMNS: &str = "id, content, scope, session_id, kind, metadata, expires_at, key";
+pub(super) const STORED_COLUMNS: &str =
+    "id, content, scope, session_id, kind, metadata, expires_at, key, valid_to";
 /// How many columns `STORED_COLUMNS` names.
-pub(super) const STORED_WIDTH: i32 = 8;
+pub(super) const STORED_WIDTH: i32 = 9;
 
 /// A stored entry, as far as duplicate detection looks at it.
 #[derive(Debug, Clone)]
@@ -37,6 +42,7 @@ pub(super) struct Stored {
     metadata: Option<String>,
     expires_at: Option<Micros>,
     key: Option<String>,
+    valid_to: Option<Micros>,
 }
 
 impl Stored {
@@ -51,7 +57,14 @@ impl Stored {
             metadata: row.get(5)?,
             expires_at: row.get(6)?,
             key: row.get(7)?,
+            valid_to: row.get(8)?,
         })
+    }
+
+    /// `duplicates`, for a save outside any timeline: the stored entry must
+    /// also still hold now (a superseded entry is no place to land).
+    pub fn duplicates_now(&self, e: &PreparedEntry, normalized: &str, now: Micros) -> bool {
+        self.valid_to.is_none_or(|to| to > now) && self.duplicates(e, normalized, now)
     }
 
     pub fn scope(&self) -> &Option<String> {
@@ -66,6 +79,7 @@ impl Stored {
     /// this entry at `now`.
     pub fn duplicates(&self, e: &PreparedEntry, normalized: &str, now: Micros) -> bool {
         self.expires_at.is_none_or(|at| at > now)
+            && e.valid_to.is_none()
             && self.expires_at == e.expires_at
             && self.scope == e.scope
             && self.session_id == e.session_id
@@ -80,6 +94,7 @@ impl Stored {
 /// duplicates of each other (the same rule, between new entries).
 pub(super) fn same_fields(a: &PreparedEntry, b: &PreparedEntry) -> bool {
     a.expires_at == b.expires_at
+        && (&a.key, a.valid_from, a.valid_to) == (&b.key, b.valid_from, b.valid_to)
         && a.scope == b.scope
         && a.session_id == b.session_id
         && a.kind == b.kind

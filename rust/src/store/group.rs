@@ -118,7 +118,7 @@ async fn duplicates_in_store(tx: &Tx<'_>, group: &[PreparedEntry], now: Micros) 
         .iter()
         .map(|e| {
             let (key, normalized) = e.dedup_key.as_ref()?;
-            found.get(key)?.iter().find(|s| s.duplicates(e, normalized, now)).map(|s| s.id)
+            found.get(key)?.iter().find(|s| s.duplicates_now(e, normalized, now)).map(|s| s.id)
         })
         .collect())
 }

@@ -76,6 +76,12 @@ impl PreparedEntry {
     pub fn in_timeline(&self) -> bool {
         self.key.is_some() || self.supersedes.is_some()
     }
+
+    /// The `valid_from` stored: its start, for an entry with a key, an
+    /// interval or a predecessor; `None` for a plain entry, which holds always.
+    pub fn stored_start(&self) -> Option<Micros> {
+        (self.in_timeline() || self.valid_from.is_some() || self.valid_to.is_some()).then(|| self.starts())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

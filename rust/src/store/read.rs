@@ -64,8 +64,9 @@ impl ListFilter {
         if let Some(at) = self.valid_at {
             params.push(Value::Integer(at));
             let n = params.len();
-            clauses
-                .push(format!("COALESCE(valid_from, ts) <= ?{n} AND (valid_to IS NULL OR valid_to > ?{n})"));
+            clauses.push(format!(
+                "(valid_from IS NULL OR valid_from <= ?{n}) AND (valid_to IS NULL OR valid_to > ?{n})"
+            ));
         }
         let sql = if clauses.is_empty() { "1".to_owned() } else { clauses.join(" AND ") };
         (sql, params)
@@ -282,6 +283,23 @@ impl Store {
                 let rows = conn.query_kept(&sql, vec![text(key), opt_text(scope)]).await?;
                 let mut out = Vec::new();
                 read_entries(rows, &mut out).await?;
+                Ok(out)
+            })
+        })
+    }
+
+    /// The keys `scope` holds, in order, at most `limit` of them.
+    pub fn keys(&self, scope: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        let sql = format!(
+            "SELECT DISTINCT key FROM entries WHERE key IS NOT NULL AND scope IS ?1 ORDER BY key LIMIT {limit}"
+        );
+        self.with_reader(|conn| {
+            block_on(async {
+                let mut rows = conn.query_kept(&sql, vec![opt_text(scope)]).await?;
+                let mut out = Vec::new();
+                while let Some(row) = rows.next().await? {
+                    out.push(row.get(0)?);
+                }
                 Ok(out)
             })
         })

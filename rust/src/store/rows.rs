@@ -64,7 +64,7 @@ pub fn entry_values(e: &PreparedEntry, key: i64, created_at: Micros) -> [Value; 
         e.expires_at.map_or(Value::Null, Value::Integer),
         Value::Integer(e.risk_stamp),
         opt_text(e.key.as_deref()),
-        e.valid_from.map_or(Value::Null, Value::Integer),
+        e.stored_start().map_or(Value::Null, Value::Integer),
         e.valid_to.map_or(Value::Null, Value::Integer),
     ]
 }

@@ -1,7 +1,10 @@
 //! Keys and validity time: each key of a scope has a timeline of versions.
 //!
-//! An entry holds over `[valid_from, valid_to)`; `valid_from` defaults to its
-//! timestamp and `valid_to` is open until something supersedes it. The versions
+//! An entry in a timeline (one with a key, an interval, a predecessor or a
+//! successor) holds over `[valid_from, valid_to)`; `valid_from` defaults to its
+//! timestamp and `valid_to` is open until something supersedes it. A plain
+//! entry stores no `valid_from` and holds at every time, so that reads of a
+//! store without keys are what they were before keys existed. The versions
 //! of a key are kept as one timeline without overlaps, by this rule:
 //!
 //! - Versions are ordered by `valid_from`, then by id (a later save at the same
@@ -150,7 +153,12 @@ impl Place {
         let Some(before) = &self.before else { return Ok(()) };
         let starts = e.starts();
         let ends = before.valid_to.map_or(starts, |to| to.min(starts));
-        tx.execute("UPDATE entries SET valid_to = ?2 WHERE id = ?1", [before.id, ends]).await?;
+        // A plain entry that is corrected joins a timeline: its start becomes explicit.
+        tx.execute(
+            "UPDATE entries SET valid_to = ?2, valid_from = COALESCE(valid_from, ts) WHERE id = ?1",
+            [before.id, ends],
+        )
+        .await?;
         log_change(tx, before.id, OP_UPDATE).await?;
         Ok(())
     }

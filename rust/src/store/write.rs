@@ -11,7 +11,7 @@ use super::conn::Tx;
 use super::group;
 use super::retention::{self, Retention};
 use super::rows::{self, entry_values, opt_text, text, ENTRY_COLUMNS, ENTRY_ROW, INSERT_ENTRY};
-use super::schema::{OP_INSERT, OP_UPDATE};
+use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
 use super::timeline;
 use super::{now_micros, PreparedEntry, Store};
 use crate::entry::{Entry, Micros};
@@ -267,7 +267,7 @@ impl Store {
 
     /// Deletes every entry that expired at or before `now`.
     pub fn purge_expired(&self, now: Micros) -> Result<Vec<(i64, i64)>> {
-        self.delete_where("SELECT id FROM entries WHERE expires_at <= ?1", vec![Value::Integer(now)])
+        self.delete_where("SELECT id FROM entries WHERE expires_at <= ?1", vec![Value::Integer(now)], true)
     }
 
     /// Deletes every entry of `scope`, or every entry at all for `None`.
@@ -276,11 +276,14 @@ impl Store {
             Some(scope) => ("SELECT id FROM entries WHERE scope = ?1", vec![text(scope)]),
             None => ("SELECT id FROM entries", vec![]),
         };
-        self.delete_where(select, params)
+        // A timeline never leaves its scope: clearing one takes all of it.
+        self.delete_where(select, params, false)
     }
 
     /// Deletes the entries `select` names (a query returning ids), logging each.
-    fn delete_where(&self, select: &str, params: Vec<Value>) -> Result<Vec<(i64, i64)>> {
+    /// With `relink`, each deleted version gives its interval back
+    /// (`timeline::remove`); without, the caller deletes whole timelines.
+    fn delete_where(&self, select: &str, params: Vec<Value>, relink: bool) -> Result<Vec<(i64, i64)>> {
         self.with_writer(|conn| {
             block_on(async {
                 let tx = conn.begin().await?;
@@ -292,8 +295,13 @@ impl Store {
                 drop(found);
                 let mut out = Vec::with_capacity(ids.len());
                 for id in ids {
-                    if let Some(seq) = timeline::remove(&tx, id).await? {
-                        out.push((id, seq));
+                    if relink {
+                        if let Some(seq) = timeline::remove(&tx, id).await? {
+                            out.push((id, seq));
+                        }
+                    } else {
+                        tx.execute_kept("DELETE FROM entries WHERE id = ?1", [id]).await?;
+                        out.push((id, log_change(&tx, id, OP_DELETE).await?));
                     }
                 }
                 tx.commit().await?;
@@ -387,7 +395,7 @@ async fn find_duplicate(
     let mut found = conn.query_kept(&FIND, vec![Value::Integer(key), opt_text(e.scope.as_deref())]).await?;
     while let Some(row) = found.next().await? {
         let stored = super::dedupe::Stored::read(&row)?;
-        if stored.duplicates(e, normalized, now) {
+        if stored.duplicates_now(e, normalized, now) {
             return Ok(Some(stored.id));
         }
     }
