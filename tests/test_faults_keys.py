@@ -175,7 +175,7 @@ async def check(path: str, model: Model, tmp: Path, round_no: int) -> None:
         assert await cf.count(include_superseded=True) == len(model.live())
     rebuilt = tmp / f"rebuilt{round_no}"
     async with await ContextForge.open(Config(path=path, index_dir=str(rebuilt))) as fresh:
-        for (scope, key) in KEYS:
+        for scope, key in KEYS:
             hits = await fresh.query(f"value of {key}", scope, 10**9, depth=10_000)
             assert [h.id for h in hits] == seen[f"{scope}/{key}"]
 
@@ -187,6 +187,8 @@ async def test_crash_loop_keyed_saves(tmp_path: Path) -> None:
     total = 0
     for round_no in range(int(os.environ.get("CONTEXTFORGE_CRASH_ROUNDS", "5"))):
         start = (round_no + 1) * 1_000_000
-        total += run_writer(path, model, start, rng.randrange(2**32), rng.uniform(0.3, 1.0), tmp_path)
+        total += run_writer(
+            path, model, start, rng.randrange(2**32), rng.uniform(0.3, 1.0), tmp_path
+        )
         await check(path, model, tmp_path, round_no)
     assert total > 0 and model.live(), "the writer acknowledged nothing"

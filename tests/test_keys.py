@@ -5,15 +5,15 @@ timeline rule checked against a model with random operations."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
+from contextforge import ALL_SCOPES, ContextForge, ContextForgeSync, Hit, InvalidInputError
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from contextforge import ALL_SCOPES, ContextForge, ContextForgeSync, InvalidInputError
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -29,8 +29,8 @@ def cf(tmp_path: Path) -> Iterator[ContextForgeSync]:
         yield store
 
 
-def contents(hits: object) -> list[str]:
-    return [h.content for h in hits]  # type: ignore[attr-defined]
+def contents(hits: Iterable[Hit]) -> list[str]:
+    return [h.content for h in hits]
 
 
 def test_the_current_version_answers_and_the_old_one_is_kept(cf: ContextForgeSync) -> None:
@@ -49,7 +49,12 @@ def test_the_current_version_answers_and_the_old_one_is_kept(cf: ContextForgeSyn
     }
     old = cf.get(berlin, include_superseded=True)
     assert old is not None
-    assert (old.key, old.valid_from, old.valid_to, old.superseded_by) == ("city", day(0), day(30), paris)
+    assert (old.key, old.valid_from, old.valid_to, old.superseded_by) == (
+        "city",
+        day(0),
+        day(30),
+        paris,
+    )
     # Current truth by default everywhere: get, get_many, list, count.
     assert cf.get(berlin) is None
     assert cf.get_many([berlin, paris])[1] is not None
@@ -69,7 +74,12 @@ def test_a_superseded_version_never_takes_budget_from_current_ones(cf: ContextFo
     """The filter is inside the index: a budget with room for one hit gets the
     current version even when many stale versions rank above it."""
     for n in range(30):
-        cf.save(f"the deploy target is cluster {n} deploy deploy", scope="u", key="target", timestamp=day(n))
+        cf.save(
+            f"the deploy target is cluster {n} deploy deploy",
+            scope="u",
+            key="target",
+            timestamp=day(n),
+        )
     cf.save("deploy target: cluster final", scope="u", key="target", timestamp=day(40))
     hits = cf.query("deploy target cluster", "u", 64, limit=1, now=NOW)
     assert contents(hits) == ["deploy target: cluster final"]
@@ -88,7 +98,7 @@ def test_the_same_content_under_a_key_adds_no_version(cf: ContextForgeSync) -> N
 def test_keys_are_labels_normalised_to_nfc(cf: ContextForgeSync) -> None:
     composed = cf.save("the café is open", scope="u", key="caf\u00e9.hours", timestamp=day(0))
     cf.save("the café is closed", scope="u", key="cafe\u0301.hours", timestamp=day(1))
-    assert [h.id for h in cf.history("caf\u00e9.hours", "u")][0] == composed
+    assert cf.history("caf\u00e9.hours", "u")[0].id == composed
     assert len(cf.history("cafe\u0301.hours", "u")) == 2
     for bad in ("", "a\nb", "x" * 600):
         with pytest.raises(InvalidInputError):
@@ -126,7 +136,9 @@ def test_supersede_corrects_an_entry_without_a_key(cf: ContextForgeSync) -> None
 
 
 def test_a_fact_for_a_period(cf: ContextForgeSync) -> None:
-    cf.save("the office is closed", scope="u", valid_from=day(10), valid_to=day(24), timestamp=day(0))
+    cf.save(
+        "the office is closed", scope="u", valid_from=day(10), valid_to=day(24), timestamp=day(0)
+    )
     assert cf.query("office closed", "u", 256, as_of=day(5)) == []
     assert len(cf.query("office closed", "u", 256, as_of=day(12))) == 1
     assert cf.query("office closed", "u", 256, as_of=day(24)) == []
@@ -155,9 +167,13 @@ def test_export_keeps_what_the_store_says(tmp_path: Path) -> None:
 # next starts. Corrections without a key form chains the same way.
 _ops = st.lists(
     st.one_of(
-        st.tuples(st.just("save"), st.sampled_from(["k1", "k2"]), st.integers(0, 40), st.integers(0, 3)),
+        st.tuples(
+            st.just("save"), st.sampled_from(["k1", "k2"]), st.integers(0, 40), st.integers(0, 3)
+        ),
         st.tuples(st.just("delete"), st.integers(0, 30)),
         st.tuples(st.just("correct"), st.integers(0, 30), st.integers(0, 40)),
+        st.tuples(st.just("update"), st.integers(0, 30)),
+        st.tuples(st.just("adopt"), st.sampled_from(["k1", "k2"]), st.integers(0, 40)),
     ),
     min_size=1,
     max_size=25,
@@ -166,9 +182,13 @@ _ops = st.lists(
 
 @settings(max_examples=40, deadline=None)
 @given(ops=_ops)
-def test_random_operations_keep_every_timeline_consistent(ops: list[tuple[object, ...]]) -> None:
-    model: dict[str, list[tuple[int, int, str]]] = {"k1": [], "k2": []}  # key -> [(from, id, content)]
+def test_random_operations_keep_every_timeline_consistent(ops: list[tuple[Any, ...]]) -> None:
+    model: dict[str, list[tuple[int, int, str]]] = {
+        "k1": [],
+        "k2": [],
+    }  # key -> [(from, id, content)]
     ids: list[int] = []
+    corrections = 0
     with ContextForgeSync.open(":memory:") as cf:
         for op in ops:
             if op[0] == "save":
@@ -186,22 +206,40 @@ def test_random_operations_keep_every_timeline_consistent(ops: list[tuple[object
             elif op[0] == "delete" and ids:
                 victim = ids.pop(op[1] % len(ids))
                 assert cf.delete(victim)
-                for key in model:
-                    model[key] = [v for v in model[key] if v[1] != victim]
+                for key, versions in model.items():
+                    versions[:] = [v for v in versions if v[1] != victim]
             elif op[0] == "correct" and ids:
                 target = ids[op[1] % len(ids)]
                 hit = cf.get(target, include_superseded=True)
                 assert hit is not None and hit.key is not None
-                start = int(op[2])  # type: ignore[call-overload]
-                text = f"correction {len(ids)} at {start}"
+                start = int(op[2])
+                corrections += 1
+                text = f"correction {corrections} at {start}"
                 saved = cf.supersede(target, text, timestamp=day(start))
                 assert saved.created
                 model[hit.key].append((start, int(saved), text))
                 ids.append(int(saved))
+            elif op[0] == "update" and ids:
+                target = ids[op[1] % len(ids)]
+                corrections += 1
+                text = f"edited {corrections}"
+                edited = cf.update(target, content=text)
+                assert edited.key is not None
+                versions = model[edited.key]
+                model[edited.key] = [(f, i, text if i == target else c) for f, i, c in versions]
+            elif op[0] == "adopt":
+                _, key, start = op
+                corrections += 1
+                plain = cf.save(f"adopted {corrections}", scope="u", timestamp=day(start))
+                adopted = cf.update(plain, key=key)
+                assert adopted.key == key and adopted.valid_from == day(start)
+                model[key].append((start, int(plain), f"adopted {corrections}"))
+                ids.append(int(plain))
         for key, versions in model.items():
             versions.sort()
             history = cf.history(key, "u")
             assert [h.id for h in history] == [v[1] for v in versions]
+            assert [h.content for h in history] == [v[2] for v in versions]
             for i, (h, v) in enumerate(zip(history, versions, strict=True)):
                 ends = day(versions[i + 1][0]) if i + 1 < len(versions) else None
                 assert (h.valid_from, h.valid_to) == (day(v[0]), ends), (key, i)
@@ -210,7 +248,9 @@ def test_random_operations_keep_every_timeline_consistent(ops: list[tuple[object
             for t in range(-1, 43, 3):
                 holding = [v for v in versions if v[0] <= t]
                 want = holding[-1] if holding else None
-                hits = cf.query(f"{key} value correction", "u", 4096, as_of=day(t + 0.5))
+                hits = cf.query(
+                    f"{key} value correction edited adopted", "u", 4096, as_of=day(t + 0.5)
+                )
                 of_key = [h.id for h in hits if h.key == key]
                 assert of_key == ([] if want is None else [want[1]]), (key, t)
 
@@ -241,3 +281,35 @@ def test_a_plain_save_never_lands_on_a_superseded_entry(cf: ContextForgeSync) ->
     again = cf.save("standup is at 9", scope="u", timestamp=day(2))
     assert again.created and again != old
     assert cf.get(again) is not None
+
+
+def test_update_gives_a_plain_entry_a_key(cf: ContextForgeSync) -> None:
+    old = cf.save("Alice lives in Berlin", scope="u", timestamp=day(0))
+    new = cf.save("Alice lives in Paris", scope="u", key="city", timestamp=day(10))
+    hit = cf.update(old, key="city")
+    assert (hit.key, hit.valid_to, hit.superseded_by) == ("city", day(10), new)
+    assert [h.id for h in cf.history("city", "u")] == [old, new]
+    assert contents(cf.query("where does Alice live", "u", 256)) == ["Alice lives in Paris"]
+    with pytest.raises(InvalidInputError, match="already a version"):
+        cf.update(new, key="town")
+    with pytest.raises(InvalidInputError, match="another scope"):
+        cf.update(new, scope="elsewhere")
+    assert cf.history("town", "u") == []
+
+
+def test_a_current_fact_saved_long_ago_beats_a_superseded_one_saved_yesterday(
+    cf: ContextForgeSync,
+) -> None:
+    """Validity before recency: a version that no longer holds never competes,
+    however recent its timestamp."""
+    cf.save("Alice's city is Paris", scope="u", key="city", timestamp=NOW - timedelta(days=300))
+    late = cf.save(
+        "Alice's city is Berlin",
+        scope="u",
+        key="city",
+        timestamp=NOW - timedelta(days=1),
+        valid_from=NOW - timedelta(days=400),
+    )
+    assert contents(cf.query("Alice city", "u", 256, now=NOW)) == ["Alice's city is Paris"]
+    stale = cf.get(late, include_superseded=True)
+    assert stale is not None and stale.valid_to == NOW - timedelta(days=300)

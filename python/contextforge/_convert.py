@@ -380,3 +380,4 @@ class PatchRecord(TypedDict, total=False):
     expires_at: int | None
     scrub: bool
     embedding: Any  # a float32 vector
+    key: str

@@ -688,6 +688,7 @@ class ContextForge:
         ttl: float | timedelta | None = _UNSET,
         expires_at: Timestamp | None = _UNSET,
         scrub: bool = True,
+        key: str | None = None,
     ) -> _core.Hit:
         """Changes an entry and returns it as stored, with ``updated_at`` set.
 
@@ -702,6 +703,12 @@ class ContextForge:
         An update never merges entries: it may make an entry identical to
         another one (the two keep their ids), which ``save`` would have
         deduplicated.
+
+        ``key`` makes a plain entry a version of that key, placed in the key's
+        timeline by its start (its timestamp) as ``save(..., key=)`` would
+        place it, superseding the version that held then. An entry that is
+        already a version (of a key, or of a correction) keeps its key: save a
+        new version instead.
 
         Raises:
             NotFound: (a ``KeyError``) when no entry has this id.
@@ -726,6 +733,8 @@ class ContextForge:
         elif expires_at is not _UNSET:
             patch["expires_at"] = _convert.expiry_us(None, expires_at)
         patch["scrub"] = _convert.flag("scrub", scrub)
+        if key is not None:
+            patch["key"] = _convert.label("key", key)
         new_content = patch["content"]
         if embedding is not None:
             if new_content is None:

@@ -25,6 +25,8 @@ pub struct Patch {
     /// Redact secrets from new content and metadata (the default); `false`
     /// stores them as given.
     pub scrub: bool,
+    /// Makes a plain entry a version of this key.
+    pub key: Option<String>,
 }
 
 impl Default for Patch {
@@ -37,6 +39,7 @@ impl Default for Patch {
             embedding: None,
             expires_at: None,
             scrub: true,
+            key: None,
         }
     }
 }
@@ -140,6 +143,9 @@ impl Memory {
         if let Some(Some(at)) = patch.expires_at {
             crate::entry::validate_timestamp("expires_at", at)?;
         }
+        if let Some(key) = &patch.key {
+            validate_label("key", key)?;
+        }
         let scrub = patch.scrub;
         let metadata = patch.metadata.map(|m| if scrub { self.clean_metadata(m) } else { m });
         let content = patch.content.map(|content| {
@@ -159,6 +165,7 @@ impl Memory {
             scope: patch.scope,
             embedding,
             expires_at: patch.expires_at,
+            key: patch.key.map(crate::entry::normalize_key),
         };
         let updated = self.store.update(id, store_patch, self.retention().as_ref())?;
         let entry = updated.entry;

@@ -231,3 +231,51 @@ pub(super) async fn linked(tx: &Tx<'_>, id: i64) -> Result<bool> {
         .await?;
     Ok(rows.next().await?.is_some())
 }
+
+/// Makes the stored plain entry `entry` a version of `key`, placed by its
+/// start as a save would place it (the version before it is closed and logged
+/// first); returns its new validity.
+pub(super) async fn join(
+    tx: &Tx<'_>,
+    entry: &crate::entry::Entry,
+    key: String,
+) -> Result<crate::entry::Validity> {
+    let version = PreparedEntry {
+        content: entry.content.clone(),
+        kind: entry.kind.clone(),
+        scope: entry.scope.clone(),
+        session_id: entry.session_id.clone(),
+        metadata: entry.metadata.clone(),
+        timestamp: entry.timestamp,
+        tokens: entry.tokens,
+        expires_at: entry.expires_at,
+        dedup_key: None,
+        embedding: None,
+        id: Some(entry.id),
+        risk_stamp: 0,
+        key: Some(key),
+        valid_from: entry.validity.valid_from,
+        valid_to: entry.validity.valid_to,
+        supersedes: None,
+    };
+    let place = place(tx, &version).await?;
+    place.close_before(tx, &version).await?;
+    let validity = crate::entry::Validity {
+        valid_from: Some(version.starts()),
+        valid_to: place.ends(&version),
+        superseded_by: place.after.map(|(next, _)| next),
+        key: version.key,
+    };
+    tx.execute(
+        "UPDATE entries SET key = ?2, valid_from = ?3, valid_to = ?4 WHERE id = ?1",
+        vec![
+            Value::Integer(entry.id),
+            opt_text(validity.key.as_deref()),
+            validity.valid_from.map_or(Value::Null, Value::Integer),
+            validity.valid_to.map_or(Value::Null, Value::Integer),
+        ],
+    )
+    .await?;
+    place.link(tx, entry.id).await?;
+    Ok(validity)
+}

@@ -56,6 +56,9 @@ pub struct EntryPatch {
     pub embedding: Option<Option<Vec<f32>>>,
     /// `Some(None)` makes the entry permanent.
     pub expires_at: Option<Option<Micros>>,
+    /// Makes a plain entry a version of this key (`timeline.rs`), placed by its
+    /// start as a save would place it.
+    pub key: Option<String>,
 }
 
 impl Store {
@@ -167,6 +170,14 @@ impl Store {
                 }
                 if let Some(expires_at) = patch.expires_at {
                     entry.expires_at = expires_at;
+                }
+                if let Some(new_key) = patch.key.filter(|k| entry.validity.key.as_ref() != Some(k)) {
+                    if entry.validity.key.is_some() || timeline::linked(&tx, id).await? {
+                        return Err(Error::invalid(format!(
+                            "entry {id} is already a version in a timeline: save a new version instead"
+                        )));
+                    }
+                    entry.validity = timeline::join(&tx, &entry, new_key).await?;
                 }
                 entry.updated_at = Some(now_micros());
                 tx.execute(

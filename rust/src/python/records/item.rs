@@ -100,6 +100,8 @@ pub struct PatchRecord<'py> {
     scrub: bool,
     #[pyo3(default)]
     embedding: Option<PyReadonlyArray1<'py, f32>>,
+    #[pyo3(default)]
+    key: Option<Text>,
 }
 
 /// A key that is present: `Some` of its value, which may be `None`.
@@ -119,6 +121,7 @@ impl From<PatchRecord<'_>> for Patch {
             embedding: r.embedding.map(|v| v.as_array().to_vec()),
             expires_at: r.expires_at,
             scrub: r.scrub,
+            key: r.key.map(String::from),
         }
     }
 }
