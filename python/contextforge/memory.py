@@ -624,44 +624,57 @@ class ContextForge:
         old_id: int,
         content: str,
         kind: str | None = None,
-        **fields: Any,
+        *,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        timestamp: Timestamp | None = None,
+        valid_from: Timestamp | None = None,
+        valid_to: Timestamp | None = None,
+        ttl: float | timedelta | None = None,
+        expires_at: Timestamp | None = None,
+        embedding: Vector | None = None,
+        scrub: bool = True,
     ) -> Saved:
         """Saves ``content`` as the correction of entry ``old_id``, in its scope,
         and returns the new id. The old entry is kept, stops holding where the
         new one starts, and points to it (``superseded_by``). The new entry
-        takes the old one's kind and key unless given; ``fields`` are
-        :meth:`save`'s other keyword arguments.
+        takes the old one's scope, key and (unless given) kind; the other
+        arguments are :meth:`save`'s. A keyed entry's correction is a new
+        version of its key.
 
         Raises:
-            InvalidInputError: when there is no such entry, ``scope`` names
-                another scope, or the entry was already superseded (for a keyed
-                entry, a correction is a new version of its key).
+            InvalidInputError: when there is no such entry, or it was already
+                superseded (correct the entry that superseded it), or the
+                correction would start before it.
         """
         [old] = _convert.ids([old_id])
         found = await self.get(old, include_superseded=True)
         if found is None:
             raise InvalidInputError(f"supersede: no entry {old}")
-        scope = fields.pop("scope", found.scope)
-        if scope != found.scope:
-            raise InvalidInputError(f"supersede: entry {old} is in another scope")
-        key = fields.pop("key", found.key)
-        if found.key is not None and key != found.key:
-            raise InvalidInputError(f"supersede: entry {old} is a version of key {found.key!r}")
-        supersedes = None if found.key is not None else old
         return await self.save(
             content,
             found.kind if kind is None else kind,
-            scope=scope,
-            key=key,
-            supersedes=supersedes,
-            **fields,
+            scope=found.scope,
+            session_id=session_id,
+            metadata=metadata,
+            timestamp=timestamp,
+            ttl=ttl,
+            expires_at=expires_at,
+            embedding=embedding,
+            scrub=scrub,
+            key=found.key,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            supersedes=None if found.key is not None else old,
         )
 
     async def history(self, key: str, scope: str | None) -> list[_core.Hit]:
         """The versions of ``key`` in ``scope`` (``None``: global entries), oldest
         first, each with its interval (``valid_from``, ``valid_to``) and
         ``superseded_by``; empty when the key has none."""
-        return await self._engine.history(_convert.label("key", key), _convert.optional_text("scope", scope))
+        return await self._engine.history(
+            _convert.label("key", key), _convert.optional_text("scope", scope)
+        )
 
     async def keys(self, scope: str | None, *, limit: int = 1000) -> list[str]:
         """The keys that ``scope`` (``None``: global entries) holds versions of,
