@@ -311,3 +311,14 @@ def test_a_current_fact_saved_long_ago_beats_a_superseded_one_saved_yesterday(
     assert contents(cf.query("Alice city", "u", 256, now=NOW)) == ["Alice's city is Paris"]
     stale = cf.get(late, include_superseded=True)
     assert stale is not None and stale.valid_to == NOW - timedelta(days=300)
+
+
+def test_as_of_and_every_version_are_refused_together(cf: ContextForgeSync) -> None:
+    cf.save("v1", scope="u", key="k", timestamp=day(0))
+    for call in (
+        lambda: cf.query("v1", "u", 256, as_of=day(1), include_superseded=True),
+        lambda: cf.count("u", as_of=day(1), include_superseded=True),
+        lambda: cf.get_many([1], as_of=day(1), include_superseded=True),
+    ):
+        with pytest.raises(InvalidInputError, match="not both"):
+            call()

@@ -33,6 +33,7 @@ TOOLS = {
     "delete_memory",
     "list_scopes",
     "distill_transcript",
+    "memory_history",
 }
 
 STATS = AnyUrl("memory://stats")

@@ -276,6 +276,17 @@ class ListRecord(TypedDict):
     include_superseded: bool
 
 
+def validity(as_of: Any, include_superseded: object) -> tuple[int | None, bool]:
+    """``as_of`` and ``include_superseded``, checked: one or the other."""
+    every = flag("include_superseded", include_superseded)
+    at = timestamp_us("as_of", as_of)
+    if every and at is not None:
+        raise InvalidInputError(
+            "give as_of (what held then) or include_superseded=True (every version), not both"
+        )
+    return at, every
+
+
 def list_record(
     scope: ScopeFilter,
     kind: object = None,
@@ -286,14 +297,15 @@ def list_record(
     as_of: Any = None,
     include_superseded: object = False,
 ) -> ListRecord:
+    at, every = validity(as_of, include_superseded)
     return {
         "scope": scope_filter(scope),
         "kind": optional_text("kind", kind),
         "session_id": optional_text("session_id", session_id),
         "since": timestamp_us("since", since),
         "until": timestamp_us("until", until),
-        "as_of": timestamp_us("as_of", as_of),
-        "include_superseded": flag("include_superseded", include_superseded),
+        "as_of": at,
+        "include_superseded": every,
     }
 
 
@@ -351,6 +363,7 @@ def query_record(
     include_superseded: object = False,
 ) -> QueryRecord:
     """The arguments shared by ``query`` and ``context``, checked."""
+    at, every = validity(as_of, include_superseded)
     return {
         "text": text("q", q),
         "scopes": scopes(scope),
@@ -364,8 +377,8 @@ def query_record(
         "metadata": metadata_json(metadata),
         "on_injection": choice("on_injection", on_injection, ("flag", "drop")),
         "limit": None if limit is None else positive_int("limit", limit),
-        "as_of": timestamp_us("as_of", as_of),
-        "include_superseded": flag("include_superseded", include_superseded),
+        "as_of": at,
+        "include_superseded": every,
     }
 
 

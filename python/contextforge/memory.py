@@ -613,11 +613,8 @@ class ContextForge:
         entries that do not hold now (superseded, or not yet in force), or at
         ``as_of``; ``include_superseded=True`` returns them whatever their
         validity."""
-        return await self._engine.get_many(
-            _convert.ids(ids),
-            as_of=_convert.timestamp_us("as_of", as_of),
-            include_superseded=_convert.flag("include_superseded", include_superseded),
-        )
+        at, every = _convert.validity(as_of, include_superseded)
+        return await self._engine.get_many(_convert.ids(ids), as_of=at, include_superseded=every)
 
     async def supersede(
         self,

@@ -143,9 +143,6 @@ impl NewEntry {
         if self.supersedes.is_some_and(|id| id < 1) {
             return Err(Error::invalid("supersedes must be a positive integer"));
         }
-        if self.id.is_some() && self.supersedes.is_some() {
-            return Err(Error::invalid("an entry restored with its id cannot supersede another"));
-        }
         Ok(())
     }
 }

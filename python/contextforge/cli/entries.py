@@ -1,4 +1,5 @@
-"""``save``, ``query``, ``get`` and ``delete``: one entry at a time."""
+"""``save``, ``query``, ``get``, ``delete`` and ``history``: one entry (or one
+key) at a time."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ from ..scope import ALL_SCOPES, Scope
 from .errors import EXIT_NOT_FOUND, NotFoundError
 from .lines import read_text
 from .options import common, common_options, json_object
-from .render import count, echo_json, entry_record, table, when
+from .render import count, echo_json, entry_record, interval, table, when
 from .safe import printable
 from .timeparse import time_option
 
-__all__ = ["delete", "get", "query", "save"]
+__all__ = ["delete", "get", "history", "query", "save"]
 
 
 @click.command()
@@ -50,6 +51,30 @@ __all__ = ["delete", "get", "query", "save"]
     show_default=True,
     help="Return the id of an identical stored entry instead of saving a copy.",
 )
+@click.option(
+    "--key",
+    metavar="KEY",
+    help="The slot this fact fills in its scope (e.g. user.city): it becomes the key's "
+    "new version, and the version it replaces is kept in the key's history.",
+)
+@click.option(
+    "--valid-from",
+    callback=time_option,
+    metavar="TIME",
+    help="When the fact starts to hold. Default: its --timestamp.",
+)
+@click.option(
+    "--valid-to",
+    callback=time_option,
+    metavar="TIME",
+    help="When it stops holding. Default: until a newer version supersedes it.",
+)
+@click.option(
+    "--supersedes",
+    type=click.IntRange(min=1),
+    metavar="ID",
+    help="The id of the entry without a key, in the same scope, that this one corrects.",
+)
 @common_options()
 def save(
     content: str,
@@ -59,6 +84,10 @@ def save(
     metadata: dict[str, Any] | None,
     timestamp: datetime | None,
     dedupe: bool,
+    key: str | None,
+    valid_from: datetime | None,
+    valid_to: datetime | None,
+    supersedes: int | None,
 ) -> None:
     """Save CONTENT ('-' reads it from stdin, at most 16 Mi characters) and print its id.
 
@@ -69,6 +98,12 @@ def save(
     save(dedupe=True). The same words in another session or with other metadata
     are saved.
     --no-dedupe saves a copy anyway.
+
+    With --key, the entry is the key's new version in its scope: the version
+    that held at --valid-from (default: --timestamp) stops holding there and is
+    kept, so queries answer with the new one and 'history KEY' lists both. The
+    same content as that version adds none (its id is printed). --supersedes ID
+    does the same for an entry saved without a key. See docs/keyed-facts.md.
     """
     if content == "-":
         content = read_text(sys.stdin, "stdin")
@@ -82,6 +117,10 @@ def save(
             metadata=metadata,
             timestamp=timestamp,
             dedupe=dedupe,
+            key=key,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            supersedes=supersedes,
         )
     if opts.as_json:
         echo_json({"id": int(saved), "created": saved.created})
@@ -131,6 +170,17 @@ def save(
     is_flag=True,
     help="Show rank, score parts (relevance x recency), tokens and injection risks.",
 )
+@click.option(
+    "--as-of",
+    callback=time_option,
+    metavar="TIME",
+    help="Answer with what held at TIME (ISO 8601 or Unix seconds). Default: now.",
+)
+@click.option(
+    "--all-versions",
+    is_flag=True,
+    help="Search every version, superseded ones too, and show which ones hold now.",
+)
 @common_options()
 def query(
     text: str,
@@ -142,11 +192,20 @@ def query(
     since: datetime | None,
     until: datetime | None,
     explain: bool,
+    as_of: datetime | None,
+    all_versions: bool,
 ) -> None:
     """Find the entries most relevant to TEXT, packed into --budget tokens.
 
+    Only what holds now is searched: a superseded version of a key (or a
+    corrected entry) is left out, and so is a fact whose --valid-from is still
+    to come. --as-of TIME searches what held at TIME instead, and
+    --all-versions every version (the "current" column says which hold now).
+
     Exits with 1 when nothing matches.
     """
+    if as_of is not None and all_versions:
+        raise click.UsageError("give --as-of or --all-versions, not both")
     wanted: Scope = ALL_SCOPES
     if scopes or include_global:
         wanted = [*scopes, *([None] if include_global else [])]
@@ -161,15 +220,31 @@ def query(
             since=since,
             until=until,
             explain=explain,
+            as_of=as_of,
+            include_superseded=all_versions,
         )
     if opts.as_json:
-        records = [entry_record(h, ranked=True) for h in hits]
+        records = [entry_record(h, ranked=True, current=True) for h in hits]
         if explain:
             for record, hit in zip(records, hits):
                 record["explain"] = hit.explain
         echo_json(records)
     elif explain:
-        _explain(hits, budget)
+        _explain(hits, budget, all_versions)
+    elif hits and all_versions:
+        rows = [
+            [
+                h.id,
+                h.scope or "(global)",
+                h.kind,
+                h.key or "-",
+                interval(h),
+                _yes(h.current),
+                h.content,
+            ]
+            for h in hits
+        ]
+        click.echo(table(["id", "scope", "kind", "key", "valid", "current", "content"], rows))
     elif hits:
         rows = [[h.id, h.scope or "(global)", h.kind, when(h), h.content] for h in hits]
         click.echo(table(["id", "scope", "kind", "when", "content"], rows))
@@ -179,8 +254,13 @@ def query(
         click.get_current_context().exit(EXIT_NOT_FOUND)
 
 
-def _explain(hits: Hits, budget: int) -> None:
-    """Rank, score parts and tokens per hit, then the budget used and the time taken."""
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _explain(hits: Hits, budget: int, all_versions: bool = False) -> None:
+    """Rank, score parts and tokens per hit (and with ``all_versions``, whether
+    it holds now), then the budget used and the time taken."""
     rows = []
     for rank, h in enumerate(hits, 1):
         parts = h.explain or {}
@@ -196,6 +276,7 @@ def _explain(hits: Hits, budget: int) -> None:
                 h.kind,
                 when(h),
                 ",".join(h.risks) or "-",
+                *([_yes(h.current)] if all_versions else []),
                 h.content,
             ]
         )
@@ -210,6 +291,7 @@ def _explain(hits: Hits, budget: int) -> None:
         "kind",
         "when",
         "risks",
+        *(["current"] if all_versions else []),
         "content",
     ]
     if rows:
@@ -224,13 +306,14 @@ def _explain(hits: Hits, budget: int) -> None:
 @click.argument("ids", nargs=-1, required=True, type=int)
 @common_options()
 def get(ids: tuple[int, ...]) -> None:
-    """Print the entries with these IDS. Exits with 1 if any is missing."""
+    """Print the entries with these IDS, superseded versions too (their card
+    says so). Exits with 1 if any is missing."""
     opts = common()
     with opts.store() as store:
-        found = store.get_many(list(ids))
+        found = store.get_many(list(ids), include_superseded=True)
     present = [h for h in found if h is not None]
     if opts.as_json:
-        records = [entry_record(h) for h in present]
+        records = [entry_record(h, current=True) for h in present]
         echo_json(records[0] if len(ids) == 1 and records else records)
     elif present:
         click.echo("\n\n".join(_card(h) for h in present))
@@ -241,9 +324,11 @@ def get(ids: tuple[int, ...]) -> None:
 
 def _card(hit: Hit) -> str:
     """An entry for people: one field a line, then the content, every part made
-    safe for a terminal (only the content keeps its newlines and tabs)."""
+    safe for a terminal (only the content keeps its newlines and tabs). The key,
+    the validity interval and the link to a newer version are shown when the
+    entry has them (an entry without holds from its timestamp, for good)."""
     expires = hit.expires_at.isoformat() if hit.expires_at is not None else "-"
-    fields = [
+    fields: list[tuple[str, object]] = [
         ("id", hit.id),
         ("scope", hit.scope or "(global)"),
         ("kind", hit.kind),
@@ -253,6 +338,15 @@ def _card(hit: Hit) -> str:
         ("tokens", hit.tokens),
         ("metadata", json.dumps(hit.metadata, ensure_ascii=False)),
     ]
+    if hit.key is not None:
+        fields.append(("key", hit.key))
+    timed = hit.valid_from != hit.timestamp or hit.valid_to is not None
+    if hit.key is not None or timed or hit.superseded_by is not None:
+        until = hit.valid_to.isoformat() if hit.valid_to is not None else ""
+        fields.append(("valid", f"{hit.valid_from.isoformat()} .. {until}".rstrip()))
+        fields.append(("current", _yes(hit.current)))
+    if hit.superseded_by is not None:
+        fields.append(("superseded", f"by {hit.superseded_by}"))
     head = "\n".join(f"{name:<10} {printable(str(value))}" for name, value in fields)
     return f"{head}\n{printable(hit.content, block=True)}"
 
@@ -273,3 +367,25 @@ def delete(ids: tuple[int, ...]) -> None:
         click.echo(f"deleted {', '.join(map(str, deleted))}")
     if missing:
         raise NotFoundError(f"not found: {', '.join(map(str, missing))}")
+
+
+@click.command()
+@click.argument("key")
+@click.option("--scope", metavar="SCOPE", help="The key's scope. Default: global.")
+@common_options()
+def history(key: str, scope: str | None) -> None:
+    """Print the versions of KEY in --scope, oldest first: the interval over which
+    each held (it ends where the next one starts), and which one holds now.
+    Exits with 1 when the key has no version in the scope.
+    """
+    opts = common()
+    with opts.store() as store:
+        versions = store.history(key, scope)
+    if opts.as_json:
+        echo_json([entry_record(h, current=True) for h in versions])
+    elif versions:
+        rows = [[h.id, interval(h), _yes(h.current), h.kind, h.content] for h in versions]
+        click.echo(table(["id", "valid", "current", "kind", "content"], rows))
+    if not versions:
+        where = "global entries" if scope is None else f"scope {scope!r}"
+        raise NotFoundError(f"no versions of key {key!r} in {where}")

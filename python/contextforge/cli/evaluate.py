@@ -1,13 +1,15 @@
-"""``eval``: measure retrieval quality on a labelled spec (:data:`eval_command`).
+"""``eval``: measure retrieval quality on a labelled spec (:data:`eval_command`), and
+``eval-updates``: the knowledge-update benchmark (:data:`eval_updates_command`).
 
 The spec format is described in ``docs/eval-spec.md``; the evaluation itself is
-:mod:`contextforge.evaluation`.
+:mod:`contextforge.evaluation`; the benchmark is ``docs/knowledge-update.md``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import types
 import typing
 from collections.abc import Sequence
@@ -18,6 +20,7 @@ import click
 
 from ..config import Config
 from ..errors import ContextForgeError
+from ..evaluation import updates
 from ..evaluation.run import DEFAULT_BUDGET, DEFAULT_KS, check_ks, evaluate
 from ..evaluation.spec import load_spec
 from .errors import CliError, from_library
@@ -25,7 +28,13 @@ from .options import common, json_option
 from .render import count
 from .safe import printable
 
-__all__ = ["config_from_pairs", "eval_", "eval_command"]
+__all__ = [
+    "config_from_pairs",
+    "eval_",
+    "eval_command",
+    "eval_updates",
+    "eval_updates_command",
+]
 
 # The evaluation always runs in a fresh in-memory store.
 _FIXED = frozenset({"path", "index_dir"})
@@ -162,3 +171,80 @@ def _coerce(key: str, value: str, hint: Any) -> object:
 
 
 eval_ = eval_command
+
+
+def _systems(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
+    names = tuple(v.strip() for v in value.split(",") if v.strip())
+    if not names or any(n not in updates.SYSTEMS for n in names):
+        raise click.BadParameter(
+            f"expected names among {', '.join(updates.SYSTEMS)}, separated by commas",
+            ctx=ctx,
+            param=param,
+        )
+    return names
+
+
+@click.command("eval-updates")
+@click.option(
+    "--subjects",
+    type=click.IntRange(min=1),
+    default=updates.DEFAULT_SUBJECTS,
+    show_default=True,
+    help="How many subjects (people, projects, services) the generated memories mention.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="The dataset's seed.")
+@click.option(
+    "--budget",
+    "budgets",
+    type=click.IntRange(min=1),
+    multiple=True,
+    metavar="TOKENS",
+    help=f"A token budget (repeatable; default: {', '.join(map(str, updates.DEFAULT_BUDGETS))}).",
+)
+@click.option(
+    "--systems",
+    metavar="NAME,...",
+    default=",".join(updates.SYSTEMS),
+    show_default=True,
+    callback=_systems,
+    help="The systems to compare.",
+)
+@click.option("--report", metavar="FILE", help="Also write every number as JSON to FILE.")
+@json_option("Print every number as JSON instead of the table.")
+def eval_updates_command(
+    subjects: int, seed: int, budgets: tuple[int, ...], systems: tuple[str, ...], report: str | None
+) -> None:
+    """Measure how memory handles facts that change: contextforge with keyed
+    facts, without keys, and plain BM25 (when bm25s is installed) on generated
+    histories of facts with chit-chat in between.
+
+    Prints current@1 (the current version is the top hit), current in budget,
+    stale leak (an older version is among the packed hits), as-of@1 (the version
+    true on a past date is the top hit) and history, per system and budget. The
+    method: docs/knowledge-update.md.
+    """
+    try:
+        dataset = updates.generate(seed, subjects)
+        reports = asyncio.run(_run_updates(dataset, budgets or updates.DEFAULT_BUDGETS, systems))
+        payload = {"seed": seed, "subjects": subjects, "reports": [r.as_dict() for r in reports]}
+        if report is not None:
+            Path(report).write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    except ContextForgeError as err:
+        raise from_library(err) from err
+    except OSError as err:
+        raise CliError(
+            f"{getattr(err, 'filename', None) or report}: {err.strerror or err}"
+        ) from None
+    if common().as_json:
+        click.echo(json.dumps(payload, indent=1))
+        return
+    click.echo(updates.table(reports).rstrip("\n"))
+
+
+async def _run_updates(
+    dataset: updates.Dataset, budgets: Sequence[int], systems: Sequence[str]
+) -> list[updates.Report]:
+    return [await updates.run(dataset, budget=b, systems=systems) for b in budgets]
+
+
+eval_updates = eval_updates_command

@@ -87,12 +87,15 @@ class Defaults:
 class Record:
     """One entry to save: ``item`` holds ``save_many``'s keywords. ``timed`` says
     whether the file gave its time (otherwise the import assigns one); ``id`` is
-    the id an exported entry had."""
+    the id an exported entry had, and ``superseded_by`` the id of the entry
+    that superseded it (the import links a correction without a key to the
+    entry it corrects from it; the versions of a key link themselves)."""
 
     line: int
     item: dict[str, Any]
     timed: bool
     id: int | None = None
+    superseded_by: int | None = None
 
 
 @dataclass

@@ -20,19 +20,33 @@ their ids are saved as they are, without dedupe.
 
 Entries whose ``expires_at`` has already passed are skipped and counted: the store
 would never return them.
+
+**Keys, intervals and corrections.** An entry's ``key``, ``valid_from`` and
+``valid_to`` are saved as the file gives them. The versions of a key link
+themselves: saved in the order of their ids, each lands in its key's timeline
+by its ``valid_from`` (docs/keyed-facts.md), which rebuilds every
+``superseded_by`` the export had, a version that arrived out of order included
+(its ``superseded_by`` names a lower id). An entry without a key that another
+one superseded (its ``superseded_by``) is linked by saving that other one with
+``supersedes``: the entry it corrects always has the lower id (a correction is
+saved after it, so the store gave it a higher id), so it is saved first. A link
+whose other end is not in the file (left out of the export, or expired) cannot
+be restored; both entries keep their intervals. A file naming a link that no
+store could have made (a correction with a key, in another scope, with a lower
+id, or starting before the entry it corrects) is refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
 from ..sync import ContextForgeSync
-from .fields import Record
-from .present import MICROSECOND, Present, batches, located, stored_keys
+from .fields import Record, RecordError
+from .present import MICROSECOND, Present, located, stored_keys
 from .progress import Progress
 
 __all__ = ["IdMode", "Summary", "import_records"]
@@ -86,6 +100,7 @@ def import_records(
     live = [r for r in records if r.item.get("expires_at") is None or r.item["expires_at"] > now]
     expired = len(records) - len(live)
     ordered = sorted(_assign_times(live), key=lambda r: (r.id is None, r.id or 0))
+    links = _links(ordered)
     keys = stored_keys(store.config, ordered, batch_size, progress)
     present = Present(store, ordered)
     claimed = present.claim_all(ordered, keys)
@@ -95,6 +110,7 @@ def import_records(
     mapping = {
         r.id: entry for r, entry in zip(ordered, claimed) if r.id is not None and entry is not None
     }
+    keep = mode == "kept"
     if dry_run:
         return Summary(
             added=len(pending),
@@ -107,9 +123,14 @@ def import_records(
     added = duplicates = 0
     bar = Progress("importing", len(pending), enabled=progress)
     try:
-        for batch in batches(pending, batch_size):
+        for batch in _linked_batches(pending, batch_size, links, split=not keep):
+            here = {r.id for r in batch if r.id is not None}
+            items = [
+                _item(r, dedupe, keep=keep, supersedes=_corrected(store, r, links, mapping, here))
+                for r in batch
+            ]
             try:
-                saved = store.save_many([_item(r, dedupe, keep=mode == "kept") for r in batch])
+                saved = store.save_many(items)
             except InvalidInputError as err:
                 raise located(err, batch) from None
             for record, entry in zip(batch, saved):
@@ -132,10 +153,105 @@ def import_records(
     )
 
 
-def _item(record: Record, dedupe: bool, *, keep: bool) -> dict[str, Any]:
+def _item(
+    record: Record, dedupe: bool, *, keep: bool, supersedes: int | None = None
+) -> dict[str, Any]:
     if keep and record.id is not None:
-        return {**record.item, "id": record.id}
-    return {**record.item, "dedupe": dedupe}
+        item = {**record.item, "id": record.id}
+    else:
+        item = {**record.item, "dedupe": dedupe}
+    if supersedes is not None:
+        item["supersedes"] = supersedes
+    return item
+
+
+def _starts(record: Record) -> datetime:
+    found: datetime = record.item.get("valid_from") or record.item["timestamp"]
+    return found
+
+
+def _links(records: Sequence[Record]) -> dict[int, Record]:
+    """For each correction without a key in the file (by id), the record of the
+    entry it corrects: the one whose ``superseded_by`` names it.
+
+    Raises:
+        RecordError: for a link no store could have made.
+    """
+    by_id = {r.id: r for r in records if r.id is not None}
+    links: dict[int, Record] = {}
+    for old in records:
+        new_id = old.superseded_by
+        if old.id is None or new_id is None or "key" in old.item:
+            continue  # the versions of a key link themselves
+        new = by_id.get(new_id)
+        if new is None:
+            continue  # not in the file: the link cannot be restored
+        problem = None
+        if "key" in new.item:
+            problem = f"entry {new_id} has a key, and a correction of an entry without one cannot"
+        elif new.item["scope"] != old.item["scope"]:
+            problem = f"entry {new_id} is in another scope"
+        elif new_id <= old.id:
+            problem = (
+                f"entry {new_id} has a lower id, and a correction is saved after what it corrects"
+            )
+        elif _starts(new) < _starts(old):
+            problem = f"entry {new_id} starts to hold before this one (valid_from)"
+        elif new_id in links:
+            problem = f"entry {new_id} already corrects entry {links[new_id].id}"
+        if problem is not None:
+            raise RecordError(old.line, f"'superseded_by' {new_id}: {problem}")
+        links[new_id] = old
+    return links
+
+
+def _corrected(
+    store: ContextForgeSync,
+    record: Record,
+    links: Mapping[int, Record],
+    mapping: Mapping[int, int],
+    here: set[int],
+) -> int | None:
+    """The stored id of the entry ``record`` corrects, or ``None`` when it
+    corrects none, or when that entry cannot take the link (it is not in the
+    store, or already corrected there by another entry)."""
+    old = links.get(record.id) if record.id is not None else None
+    if old is None or old.id is None:
+        return None
+    if old.id in here:
+        return old.id  # saved at its own id just before, in the same transaction
+    entry = mapping.get(old.id)
+    if entry is None:
+        return None
+    hit = store.get(entry, include_superseded=True)
+    if (
+        hit is None
+        or hit.key is not None
+        or hit.superseded_by is not None
+        or hit.scope != record.item["scope"]
+        or hit.valid_from > _starts(record)
+    ):
+        return None
+    return entry
+
+
+def _linked_batches(
+    records: Sequence[Record], size: int, links: Mapping[int, Record], *, split: bool
+) -> Iterator[Sequence[Record]]:
+    """Batches of at most ``size``; with ``split``, a correction never shares a
+    batch with the entry it corrects, whose new id is known only once saved."""
+    batch: list[Record] = []
+    inside: set[int] = set()
+    for r in records:
+        old = links.get(r.id) if r.id is not None else None
+        if batch and (len(batch) >= size or (split and old is not None and old.id in inside)):
+            yield batch
+            batch, inside = [], set()
+        batch.append(r)
+        if r.id is not None:
+            inside.add(r.id)
+    if batch:
+        yield batch
 
 
 def _id_mode(
@@ -149,7 +265,7 @@ def _id_mode(
     if all(r.id is None for r in records):
         return None
     in_use = {entry for entry in claimed if entry is not None}
-    if store.count() != len(in_use):
+    if store.count(include_superseded=True) != len(in_use):
         return "renumbered"
     if any(
         entry is not None and r.id is not None and entry != r.id

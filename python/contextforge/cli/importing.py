@@ -101,7 +101,8 @@ def import_(
     Each JSONL line is one JSON object of at most 16 MiB (over 4 million tokens,
     more than any context window holds; a stream without newlines stops there):
       entry         {"content", "kind", "scope", "session_id", "metadata",
-                     "timestamp", "expires_at", "id"}   (as export writes it)
+                     "timestamp", "expires_at", "id", "key", "valid_from",
+                     "valid_to", "superseded_by"}       (as export writes it)
       message       {"role", "content", "timestamp"?}  -> an entry of kind "message"
       conversation  {"messages": [...], "id"?}         -> an entry per message
     A file starting with '[' is one JSON array of messages (at most 16 MiB).
@@ -122,6 +123,10 @@ def import_(
     Otherwise they get new ids in the order of the old ones: --id-map MAP lists
     old and new (a duplicate maps to the entry it equals), and the summary
     counts the ids that changed.
+
+    Keys and validity intervals are restored as given, and the versions of a
+    key link themselves again; an entry without a key that another corrected
+    (its superseded_by) is linked to it again when both are in the file.
 
     The whole file is validated before anything is saved: a bad line is reported
     with its number and the store is left unchanged. Records the store already

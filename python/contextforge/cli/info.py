@@ -40,20 +40,28 @@ def scopes() -> None:
 @click.command()
 @common_options()
 def stats() -> None:
-    """Show the number of entries, the scopes, the database path and file sizes."""
+    """Show the number of entries, the scopes, the database path and file sizes.
+
+    Entries count every stored version, as the scopes do; "current" counts those
+    that hold now (not superseded, not yet to come).
+    """
     opts = common()
     with opts.store() as store:
-        total = store.count()
+        total = store.count(include_superseded=True)
+        current = store.count()
         rows = _scope_rows(store.scopes())
         path, index_dir = store.config.path, store.config.index_dir
     sizes = file_sizes(path, index_dir)
     if path != ":memory:":
         path = os.path.abspath(path)
     if opts.as_json:
-        echo_json({"db": path, "entries": total, "scopes": rows, "bytes": sizes})
+        echo_json(
+            {"db": path, "entries": total, "current": current, "scopes": rows, "bytes": sizes}
+        )
         return
     click.echo(f"database  {printable(path)}")
     click.echo(f"entries   {total}")
+    click.echo(f"current   {current}")
     click.echo(f"scopes    {len(rows)}")
     for label, size in sizes.items():
         click.echo(f"{label:<9} {_human(size)}")

@@ -10,9 +10,9 @@ import click
 
 from .. import __version__
 from .distill import distill
-from .entries import delete, get, query, save
+from .entries import delete, get, history, query, save
 from .errors import CliError
-from .evaluate import eval_
+from .evaluate import eval_, eval_updates
 from .importing import import_
 from .info import scopes, stats
 from .options import Common, common_options
@@ -50,7 +50,21 @@ def cli(ctx: click.Context) -> None:
     ctx.ensure_object(Common)
 
 
-for command in (save, query, get, delete, scopes, stats, import_, export, distill, eval_, mcp):
+for command in (
+    save,
+    query,
+    get,
+    delete,
+    history,
+    scopes,
+    stats,
+    import_,
+    export,
+    distill,
+    eval_,
+    eval_updates,
+    mcp,
+):
     cli.add_command(command)
 
 

@@ -5,8 +5,9 @@ Every record is first saved into a scratch in-memory store with the target's
 settings, which validates it with the engine's own rules and shows it exactly as
 it will be stored (secrets scrubbed, metadata normalised). Its identity is then
 (scope, kind, session, content, metadata, expiry, timestamp) as stored, the
-timestamp left out when the file gave none. A record whose identity is held by
-a live entry of the target store is *already present*, as many times as the
+timestamp left out when the file gave none, and its key and ``valid_from`` (left
+out with the timestamp). A record whose identity is held by a live entry of the
+target store, superseded or not, is *already present*, as many times as the
 store holds it; it is not saved again, and its id is that entry's (the entry
 with the record's own id when there is a choice).
 
@@ -33,8 +34,9 @@ from .progress import Progress
 
 __all__ = ["Key", "Present", "batches", "located", "stored_keys"]
 
-# scope, kind, session, content, metadata, expiry (µs), timestamp (µs, or None)
-Key = tuple[str | None, str, str | None, str, str, int | None, int | None]
+# scope, kind, session, content, metadata, expiry (µs), timestamp (µs, or None),
+# key, valid_from (µs, or None with the timestamp)
+Key = tuple[str | None, str, str | None, str, str, int | None, int | None, str | None, int | None]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 MICROSECOND = timedelta(microseconds=1)
@@ -62,7 +64,8 @@ def stored_keys(
                     ids = scratch.save_many([{**r.item, "dedupe": False} for r in batch])
                 except InvalidInputError as err:
                     raise located(err, batch) from None
-                for record, hit in zip(batch, scratch.get_many(ids)):
+                held = scratch.get_many(ids, include_superseded=True)
+                for record, hit in zip(batch, held):
                     assert hit is not None
                     keys.append(key_of(hit, record.timed))
                 scratch.clear_all(confirm=True)
@@ -81,7 +84,7 @@ class Present:
         self._partial: dict[Key, list[int]] = {}
         self._taken: set[int] = set()
         for scope, (since, until) in _spans(records).items():
-            for hit in store.list(scope=scope, since=since, until=until):
+            for hit in store.list(scope=scope, since=since, until=until, include_superseded=True):
                 self._full.setdefault(key_of(hit, True), []).append(hit.id)
                 self._partial.setdefault(key_of(hit, False), []).append(hit.id)
 
@@ -102,7 +105,7 @@ class Present:
         self, key: Key, timed: bool, own_id: int | None, own_only: bool = False
     ) -> int | None:
         """The id of a stored entry this record is, now taken; ``None`` if none is."""
-        pool = self._full.get(key) if timed else self._partial.get(key[:6] + (None,))
+        pool = self._full.get(key) if timed else self._partial.get(_untimed(key))
         if not pool:
             return None
         if own_id is not None and own_id not in self._taken and own_id in pool:
@@ -141,9 +144,29 @@ def _spans(records: Sequence[Record]) -> dict[str | None, tuple[datetime | None,
 
 def key_of(hit: Hit, timed: bool) -> Key:
     metadata = json.dumps(hit.metadata, sort_keys=True, ensure_ascii=False)
-    expires = None if hit.expires_at is None else (hit.expires_at - _EPOCH) // MICROSECOND
-    micros = (hit.timestamp - _EPOCH) // MICROSECOND if timed else None
-    return (hit.scope, hit.kind, hit.session_id, hit.content, metadata, expires, micros)
+    expires = None if hit.expires_at is None else _micros(hit.expires_at)
+    micros = _micros(hit.timestamp) if timed else None
+    starts = _micros(hit.valid_from) if timed else None
+    return (
+        hit.scope,
+        hit.kind,
+        hit.session_id,
+        hit.content,
+        metadata,
+        expires,
+        micros,
+        hit.key,
+        starts,
+    )
+
+
+def _untimed(key: Key) -> Key:
+    """The identity without the record's times (for a record the file gave none)."""
+    return (*key[:6], None, key[7], None)
+
+
+def _micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // MICROSECOND
 
 
 def located(err: InvalidInputError, batch: Sequence[Record]) -> RecordError:

@@ -5,9 +5,13 @@ first thing in the file is ``[``; it may span lines, as a pretty-printed file
 does, and holds at most :data:`.lines.MAX_LINE_BYTES`). A JSONL line is one of:
 
 - an **entry**: ``{"content", "kind", "scope", "session_id", "metadata", "timestamp",
-  "expires_at", "id"}`` as ``export`` writes it (``tokens``, ``score`` and ``risks``
-  are accepted and ignored, any other field is an error). ``id`` is the id the
-  entry had: a positive integer, each at most once in a file;
+  "expires_at", "id", "key", "valid_from", "valid_to", "superseded_by"}`` as
+  ``export`` writes it (``tokens``, ``score``, ``risks`` and ``current`` are
+  accepted and ignored, any other field is an error). ``id`` is the id the
+  entry had: a positive integer, each at most once in a file; ``superseded_by``
+  the id of the entry that superseded it (see :mod:`.importer`). An entry with a
+  ``valid_from`` is in a timeline, and holds from then; one without (or with
+  ``null``), key and ``valid_to`` is a plain entry, which holds at every time;
 - a **message**: ``{"role", "content"}`` (see :mod:`.messages`);
 - a **conversation**: ``{"messages": [message, ...]}`` with an optional ``session_id``
   or ``id`` naming its session.
@@ -43,9 +47,22 @@ from .messages import conversation, date_undated, message
 __all__ = ["Defaults", "Parsed", "Record", "RecordError", "parse_lines"]
 
 _ENTRY_FIELDS = frozenset(
-    {"content", "kind", "scope", "session_id", "metadata", "timestamp", "expires_at", "id"}
+    {
+        "content",
+        "kind",
+        "scope",
+        "session_id",
+        "metadata",
+        "timestamp",
+        "expires_at",
+        "id",
+        "key",
+        "valid_from",
+        "valid_to",
+        "superseded_by",
+    }
 )
-_IGNORED_FIELDS = frozenset({"tokens", "score", "risks"})
+_IGNORED_FIELDS = frozenset({"tokens", "score", "risks", "current"})
 _MAX_ID = 2**63 - 1
 _MIB = f"{MAX_LINE_BYTES // (1024 * 1024)} MiB"
 
@@ -178,17 +195,32 @@ def _entry(line: int, value: dict[str, Any], defaults: Defaults) -> Record:
         "timestamp": timestamp,
         "expires_at": time(line, value, "expires_at"),
     }
-    return Record(line, item, timestamp is not None, _id(line, value.get("id")))
+    key = optional_text(line, value, "key")
+    if key is not None:
+        item["key"] = key
+    valid_from = time(line, value, "valid_from")
+    if valid_from is not None:  # null: a plain entry, which holds at every time
+        item["valid_from"] = valid_from
+    valid_to = time(line, value, "valid_to")
+    if valid_to is not None:
+        item["valid_to"] = valid_to
+    return Record(
+        line,
+        item,
+        timestamp is not None,
+        _id(line, value.get("id")),
+        _id(line, value.get("superseded_by"), "superseded_by"),
+    )
 
 
-def _id(line: int, value: object) -> int | None:
+def _id(line: int, value: object, name: str = "id") -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise RecordError(line, f"'id' must be a positive integer, got {json_type(value)}")
+        raise RecordError(line, f"'{name}' must be a positive integer, got {json_type(value)}")
     if not 1 <= value <= _MAX_ID:
         shown = value if abs(value) < 10**20 else "a larger number"
-        raise RecordError(line, f"'id' must be a positive integer below 2**63, got {shown}")
+        raise RecordError(line, f"'{name}' must be a positive integer below 2**63, got {shown}")
     return value
 
 

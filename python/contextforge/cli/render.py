@@ -16,12 +16,17 @@ from .._core import Hit
 from .safe import printable
 from .timeparse import iso
 
-__all__ = ["count", "echo_json", "entry_record", "one_line", "table", "when"]
+__all__ = ["count", "echo_json", "entry_record", "interval", "one_line", "table", "when"]
+
+_SECONDS = "%Y-%m-%d %H:%M:%S"
 
 
-def entry_record(hit: Hit, *, ranked: bool = False) -> dict[str, Any]:
-    """Every field of an entry as JSON-ready values (ISO timestamps); with ``ranked``,
-    also the query's score and the injection risks found in the content."""
+def entry_record(hit: Hit, *, ranked: bool = False, current: bool = False) -> dict[str, Any]:
+    """Every field of an entry as JSON-ready values (ISO timestamps): its key,
+    validity interval and ``superseded_by`` too, as ``export`` writes them and
+    ``import`` reads them back. With ``ranked``, also the query's score and the
+    injection risks found in the content; with ``current``, whether the entry
+    holds now (which depends on when it is asked, so ``export`` leaves it out)."""
     record: dict[str, Any] = {
         "id": hit.id,
         "content": hit.content,
@@ -32,7 +37,13 @@ def entry_record(hit: Hit, *, ranked: bool = False) -> dict[str, Any]:
         "expires_at": iso(hit.expires_at) if hit.expires_at is not None else None,
         "metadata": hit.metadata,
         "tokens": hit.tokens,
+        "key": hit.key,
+        "valid_from": iso(hit.valid_from),
+        "valid_to": iso(hit.valid_to) if hit.valid_to is not None else None,
+        "superseded_by": hit.superseded_by,
     }
+    if current:
+        record["current"] = hit.current
     if ranked:
         record["score"] = hit.score
         record["risks"] = hit.risks
@@ -52,6 +63,16 @@ def echo_json(value: object) -> None:
 def when(hit: Hit) -> str:
     """A short UTC time for tables."""
     return hit.timestamp.strftime("%Y-%m-%d %H:%M")
+
+
+def interval(hit: Hit) -> str:
+    """Where an entry holds, in UTC to the second, for tables:
+    ``2024-01-01 00:00:00 .. 2024-01-31 00:00:00``, open-ended as
+    ``2024-01-31 00:00:00 ..`` (``--json`` has the exact times)."""
+    start = hit.valid_from.strftime(_SECONDS)
+    if hit.valid_to is None:
+        return f"{start} .."
+    return f"{start} .. {hit.valid_to.strftime(_SECONDS)}"
 
 
 def one_line(text: str, width: int) -> str:

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from .._core import Hit
 
-__all__ = ["Deleted", "Memory", "ScopeCount", "Scopes", "SearchResult", "memory"]
+__all__ = ["Deleted", "History", "Memory", "ScopeCount", "Scopes", "SearchResult", "memory"]
 
 
 class Memory(BaseModel):
@@ -30,6 +30,23 @@ class Memory(BaseModel):
         description="For save_memory: false when an identical memory (same text, scope, "
         "session, kind and metadata) was already stored and its id is returned.",
     )
+    key: str | None = Field(
+        default=None, description="The fact this memory is a version of, within its scope."
+    )
+    valid_from: str | None = Field(
+        default=None, description="ISO 8601, UTC: when the memory starts to hold."
+    )
+    valid_to: str | None = Field(
+        default=None,
+        description="ISO 8601, UTC: when it stopped holding (a newer version replaced it); "
+        "null while it holds.",
+    )
+    superseded_by: int | None = Field(
+        default=None, description="The id of the memory that replaced this one, if any."
+    )
+    current: bool | None = Field(
+        default=None, description="Whether this memory holds now (false: it was replaced)."
+    )
 
 
 class SearchResult(BaseModel):
@@ -37,6 +54,14 @@ class SearchResult(BaseModel):
     tokens: int = Field(description="Size of the block in tokens (within the budget).")
     scopes: list[str | None]
     hits: list[Memory]
+
+
+class History(BaseModel):
+    key: str
+    scope: str | None
+    versions: list[Memory] = Field(
+        description="Oldest first; the last one that is current holds now."
+    )
 
 
 class ScopeCount(BaseModel):
@@ -67,4 +92,9 @@ def memory(hit: Hit, *, ranked: bool = False, created: bool | None = None) -> Me
         risks=hit.risks,
         score=hit.score if ranked else None,
         created=created,
+        key=hit.key,
+        valid_from=hit.valid_from.isoformat(),
+        valid_to=hit.valid_to.isoformat() if hit.valid_to is not None else None,
+        superseded_by=hit.superseded_by,
+        current=hit.current,
     )

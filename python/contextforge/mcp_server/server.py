@@ -4,7 +4,8 @@ the scopes of a :class:`ScopePolicy`.
 Every tool resolves the scopes it touches through the policy before calling the
 store, and every entry fetched by id is checked against the policy before it is
 returned or changed: one outside is reported as "not found", exactly like an id
-that does not exist, so an agent cannot even learn that it exists. Search results
+that does not exist, so an agent cannot even learn that it exists. A key's
+history is read in one scope, resolved like a search's. Search results
 are checked before any of their text is returned: a block holding an entry outside
 the policy (which only a damaged store could give) is refused whole.
 """
@@ -23,7 +24,7 @@ from .. import __version__
 from .._core import Context, Hit
 from ..memory import ContextForge
 from .http import transport_security
-from .models import Deleted, Memory, ScopeCount, Scopes, SearchResult, memory
+from .models import Deleted, History, Memory, ScopeCount, Scopes, SearchResult, memory
 from .policy import ScopeDenied, ScopePolicy
 
 __all__ = ["UNTRUSTED", "build_server"]
@@ -47,6 +48,12 @@ Budget = Annotated[int, Field(ge=1, le=_MAX_BUDGET, description="Most tokens the
 EntryId = Annotated[int, Field(description="The memory's id (the N of [mem:N]).")]
 ScopeArg = Annotated[
     str | None, Field(description="Scope to use; omit for the server's default scope.")
+]
+KeyArg = Annotated[
+    str,
+    Field(
+        description="The fact's key within its scope, such as 'user.city' or 'project.deadline'."
+    ),
 ]
 
 
@@ -77,12 +84,14 @@ def build_server(
     # FastMCP has no parameter for it; without this, clients see the MCP SDK's version.
     server._mcp_server.version = __version__
 
-    def write_scope(scope: str | None) -> str | None:
+    def one_scope(scope: str | None) -> str | None:
+        """The scope a call names, or the default: for writes, and a key's history."""
         return policy.default if scope is None else policy.check(scope)
 
     async def fetch(entry_id: int) -> Hit:
-        """The entry, if it exists inside the policy; otherwise "not found"."""
-        hit = await store.get(entry_id)
+        """The entry, if it exists inside the policy; otherwise "not found". A
+        superseded version is found too: its id is still the one cited."""
+        hit = await store.get(entry_id, include_superseded=True)
         if hit is None or not policy.allows(hit.scope):
             raise ToolError(f"memory {entry_id} not found")
         return hit
@@ -90,7 +99,10 @@ def build_server(
     @server.tool(
         description="Save a memory (a fact, preference, decision or note) and return it with "
         "its id. Saving a memory identical to one already stored (same text, scope, session, "
-        "kind and metadata) returns the existing one with created=false. " + UNTRUSTED,
+        "kind and metadata) returns the existing one with created=false. For a fact that "
+        "can change (where someone lives, a deadline, a preference), give a key such as "
+        "'user.city': the new memory replaces the key's current version in searches, and "
+        "memory_history lists every version. " + UNTRUSTED,
         annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False),
     )
     async def save_memory(
@@ -105,10 +117,17 @@ def build_server(
         metadata: Annotated[
             dict[str, Any] | None, Field(description="JSON data kept with it.")
         ] = None,
+        key: Annotated[
+            str | None,
+            Field(
+                description="The fact this memory is the new value of, such as 'user.city'; "
+                "the previous value is kept in its history."
+            ),
+        ] = None,
     ) -> Memory:
-        target = _guard(write_scope, scope)
+        target = _guard(one_scope, scope)
         saved = await store.save(
-            content, kind, scope=target, session_id=session_id, metadata=metadata
+            content, kind, scope=target, session_id=session_id, metadata=metadata, key=key
         )
         return memory(await fetch(saved.id), created=saved.created)
 
@@ -152,6 +171,20 @@ def build_server(
             content=[TextContent(type="text", text=block.text)],
             structuredContent=result.model_dump(mode="json"),
         )
+
+    @server.tool(
+        description="List every version of a fact saved with a key, oldest first, each with "
+        "when it held (valid_from, valid_to) and whether it holds now. " + UNTRUSTED,
+        annotations=ToolAnnotations(readOnlyHint=True),
+    )
+    async def memory_history(key: KeyArg, scope: ScopeArg = None) -> History:
+        target = _guard(one_scope, scope)
+        versions = await store.history(key, target)
+        foreign = [h.id for h in versions if h.scope != target]
+        if foreign:  # only a damaged store: withheld whole, as a search is
+            _log.error("history of a key returned entries of other scopes (ids %s)", foreign[:20])
+            raise ToolError("history failed: the store returned entries outside this scope")
+        return History(key=key, scope=target, versions=[memory(h) for h in versions])
 
     @server.tool(
         description="Get one memory by id. " + UNTRUSTED,
@@ -209,7 +242,7 @@ def build_server(
             str | None, Field(description="The conversation it came from.")
         ] = None,
     ) -> str:
-        target = _guard(write_scope, scope)
+        target = _guard(one_scope, scope)
         if target is None:
             raise ToolError("distilled memories need a scope")
         result = await store.distill_and_save(transcript, scope=target, session_id=session_id)
