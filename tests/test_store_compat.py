@@ -94,4 +94,4 @@ async def test_the_upgrade_adds_keys_and_leaves_every_entry_current(old_store: s
         assert [h.id for h in history] == [first, second]
         assert history[0].superseded_by == second
     with sqlite3.connect(old_store) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 8

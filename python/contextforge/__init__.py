@@ -27,6 +27,7 @@ from .errors import (
     SearchIndexError,
     StorageError,
 )
+from .forgotten import Forgotten
 from .hits import Hits
 from .memory import ContextForge, verify_citations
 from .saved import Saved
@@ -71,6 +72,7 @@ __all__ = [
     "DistillResult",
     "Embedder",
     "EmbedderMismatchError",
+    "Forgotten",
     "Hit",
     "Hits",
     "IncompatibleStoreError",

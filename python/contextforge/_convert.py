@@ -382,6 +382,18 @@ def query_record(
     }
 
 
+class ForgetRecord(TypedDict, total=False):
+    """What ``forget`` selects (``records::ForgetRecord``): ``ids`` is always
+    there; another key left out is no criterion; ``scope`` present and ``None``
+    selects global entries."""
+
+    ids: list[int] | None
+    scope: str | None
+    session_id: str
+    key: str
+    metadata: str  # JSON text
+
+
 class PatchRecord(TypedDict, total=False):
     """What ``update`` changes (``records::PatchRecord``): a key left out keeps
     that field; ``None`` for ``metadata``, ``scope`` or ``expires_at`` removes it."""

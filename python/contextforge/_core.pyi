@@ -8,7 +8,7 @@ from typing import Any, TypeAlias, TypedDict, final
 import numpy
 import numpy.typing as npt
 
-from contextforge._convert import ListRecord, PatchRecord, QueryRecord, SaveItem
+from contextforge._convert import ForgetRecord, ListRecord, PatchRecord, QueryRecord, SaveItem
 from contextforge.config import Config
 
 __all__ = [
@@ -134,6 +134,16 @@ class Context:
     def unknown_citations(self, answer: str) -> list[str]:
         """Citation ids in ``answer`` that are not in this block."""
 
+class _Receipt(TypedDict):
+    """What a forget removed (``records::ReceiptRecord``): ``Forgotten``."""
+
+    id: str
+    at: int
+    ids: list[int]
+    vectors: int
+    reindexed: int
+    segments: int
+
 class _Timings(TypedDict):
     """Where a query's time went, in microseconds (``records::TimingsRecord``):
     ``Hits.timings``."""
@@ -193,6 +203,8 @@ class Engine:
         """Entries by id; `None` for those that do not hold at `as_of` (default now)."""
     def history(self, key: str, scope: str | None) -> Awaitable[list[Hit]]:
         """The versions of `key` in `scope`, oldest first."""
+    def forget(self, what: ForgetRecord) -> Awaitable[_Receipt]:
+        """Forgets what a `_convert.ForgetRecord` selects; returns its receipt."""
     def keys(self, scope: str | None, limit: int) -> Awaitable[list[str]]:
         """The keys `scope` holds, in order, at most `limit`."""
     def versions(self, id: int) -> Awaitable[list[Hit]]:

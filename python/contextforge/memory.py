@@ -14,6 +14,7 @@ from ._convert import ContextOrder, InjectionPolicy, Timestamp
 from ._vectors import Vector, Vectors, as_matrix, as_vector, embed, embedder_name
 from .config import Config, PathLike
 from .errors import InvalidInputError, InvalidTypeError, ScrubbingWeakenedWarning
+from .forgotten import Forgotten
 from .hits import Hits
 from .opening import Opening
 from .saved import Saved
@@ -755,6 +756,55 @@ class ContextForge:
             if made is not None:
                 patch["embedding"] = made[0]
         return await self._engine.update(entry_id, patch)
+
+    async def forget(
+        self,
+        *,
+        ids: Iterable[int] | None = None,
+        scope: str | None = _UNSET,
+        session_id: str | None = None,
+        key: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Forgotten:
+        """Forgets the entries that match every criterion given, completely,
+        and returns a :class:`Forgotten` receipt.
+
+        When it returns, no byte of their content is readable in any file the
+        library writes: the rows are deleted with SQLite's ``secure_delete``
+        (freed space is zeroed), the write-ahead log is checkpointed and
+        truncated, the search index drops their documents and rewrites every
+        segment that still held deleted ones (and the documents of the next
+        turns of their sessions, whose context held their words), and their
+        vectors go. The change log keeps a tombstone per entry: its id and the
+        forget's id. docs/forgetting.md says what ``delete`` and
+        ``clear_scope`` leave behind instead.
+
+        Args:
+            ids: These entries.
+            scope: The entries of this scope (``None``: global entries).
+            session_id: The entries of this session (a conversation, a thread).
+            key: Every version of this key.
+            metadata: The entries whose metadata holds these top-level values,
+                such as a subject ``{"user": "u-42"}`` (str, number, bool or
+                ``None``; numbers compare as JSON, so ``1`` is not ``"1"``).
+
+        Raises:
+            InvalidInputError: when no criterion is given, or ``metadata`` is
+                empty (it would match everything: use ``clear_all``).
+            RetryableStorageError: when another connection kept the
+                write-ahead log from being truncated; the entries are deleted,
+                and calling ``forget`` again finishes the job.
+        """
+        what: _convert.ForgetRecord = {"ids": None if ids is None else _convert.ids(ids)}
+        if scope is not _UNSET:
+            what["scope"] = _convert.optional_text("scope", scope)
+        if session_id is not None:
+            what["session_id"] = _convert.label("session_id", session_id)
+        if key is not None:
+            what["key"] = _convert.label("key", key)
+        if metadata is not None:
+            what["metadata"] = _convert.metadata_json(metadata) or "{}"
+        return Forgotten._from_record(await self._engine.forget(what))
 
     async def delete(self, id: int) -> bool:
         """Deletes an entry; returns whether it existed. It is gone from the very

@@ -188,6 +188,7 @@ class ContextForgeSync:
     versions = _blocking(ContextForge.versions)
     keys = _blocking(ContextForge.keys)
     reembed = _blocking(ContextForge.reembed)
+    forget = _blocking(ContextForge.forget)
     delete = _blocking(ContextForge.delete)
     delete_many = _blocking(ContextForge.delete_many)
     purge_expired = _blocking(ContextForge.purge_expired)

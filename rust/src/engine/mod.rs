@@ -4,6 +4,7 @@
 
 mod admit;
 mod distill;
+mod forget;
 mod read;
 mod vectors;
 mod write;
@@ -22,6 +23,7 @@ use crate::tokens::TokenCounter;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 
+pub use forget::Receipt;
 pub use read::{InjectionPolicy, Query, Timings};
 pub use vectors::{EmbedderInfo, EXTERNAL};
 pub use write::Patch;

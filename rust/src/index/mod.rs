@@ -16,6 +16,7 @@ mod health;
 mod identity;
 mod neighbours;
 mod open;
+mod purge;
 pub mod schema;
 mod search;
 mod stats;

@@ -12,7 +12,8 @@ use super::context::Context;
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
 use super::records::{
-    strings, ConfigRecord, ItemRecord, ListRecord, PatchRecord, QueryRecord, Record, Text, TimingsRecord,
+    strings, ConfigRecord, ForgetRecord, ItemRecord, ListRecord, PatchRecord, QueryRecord, ReceiptRecord,
+    Record, Text, TimingsRecord,
 };
 use crate::config::Config;
 use crate::distill::{ExtractOptions, Message};
@@ -255,6 +256,13 @@ impl Engine {
         awaitable(py, move || {
             Ok(core.history(&key, scope.as_deref())?.into_iter().map(Hit::from).collect::<Vec<_>>())
         })
+    }
+
+    /// Forgets what a `_convert.ForgetRecord` selects; returns its receipt.
+    fn forget<'py>(&self, py: Python<'py>, what: Record<ForgetRecord>) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        let what = what.0.into();
+        awaitable(py, move || Ok(ReceiptRecord::from(core.forget(what)?)))
     }
 
     /// The keys `scope` holds, in order, at most `limit`.

@@ -25,6 +25,21 @@ pub(super) async fn log_change(conn: &Tx<'_>, entry_id: i64, op: i64) -> Result<
     .await
 }
 
+/// Appends the deletion of an entry that `forget` removed: a tombstone that
+/// names the forget, never the content.
+pub(super) async fn log_forgotten(conn: &Tx<'_>, entry_id: i64, forget: &str) -> Result<i64> {
+    returned_id(
+        conn,
+        "INSERT INTO changes (entry_id, op, forget) VALUES (?1, ?2, ?3) RETURNING seq",
+        vec![
+            Value::Integer(entry_id),
+            Value::Integer(super::schema::OP_DELETE),
+            Value::Text(forget.to_owned()),
+        ],
+    )
+    .await
+}
+
 /// Runs an `INSERT ... RETURNING` of one row and reads the integer it returns.
 pub(super) async fn returned_id(conn: &Tx<'_>, sql: &str, params: Vec<Value>) -> Result<i64> {
     let mut rows = conn.query_kept(sql, params).await?;

@@ -11,6 +11,7 @@
 mod change_log;
 mod conn;
 mod dedupe;
+mod forget;
 mod group;
 mod local;
 mod read;
@@ -33,6 +34,7 @@ use crate::runtime::{block_on, runtime};
 use conn::Conn;
 
 pub use change_log::Written;
+pub use forget::{Forget, Forgotten};
 pub use read::ListFilter;
 pub use retention::Retention;
 pub use schema::SCHEMA_VERSION;
@@ -310,8 +312,12 @@ fn configure(conn: &libsql::Connection, busy_timeout: Duration, kind: Kind, read
     } else if kind == Kind::File {
         // WAL lets readers run beside the writer; NORMAL syncs at checkpoints, which
         // keeps every committed transaction through a process crash.
+        // secure_delete: what a delete or an update frees is overwritten with
+        // zeros, so no byte of a deleted or replaced text stays in the file's
+        // free space (`forget` relies on it; docs/forgetting.md).
         block_on(conn.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;",
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; \
+             PRAGMA secure_delete = ON;",
         ))?;
     }
     Ok(())
@@ -351,6 +357,10 @@ mod tests {
             embedding: None,
             risk_stamp: 0,
             id: None,
+            key: None,
+            valid_from: None,
+            valid_to: None,
+            supersedes: None,
         }
     }
 

@@ -99,6 +99,19 @@ pub const MIGRATIONS: &[&str] = &[
         WHERE key IS NOT NULL AND valid_to IS NULL;
     CREATE INDEX entries_superseded ON entries (superseded_by) WHERE superseded_by IS NOT NULL;
     ",
+    // 8: forgetting (`store/forget.rs`): each forget's receipt, and the forget a
+    // deletion in the log belongs to (the log keeps ids, never content).
+    r"
+    ALTER TABLE changes ADD COLUMN forget TEXT;
+    CREATE TABLE forgets (
+        id        TEXT PRIMARY KEY,
+        at        INTEGER NOT NULL,
+        entries   INTEGER NOT NULL,
+        vectors   INTEGER NOT NULL,
+        reindexed INTEGER NOT NULL,
+        scopes    TEXT NOT NULL
+    );
+    ",
 ];
 
 /// The `meta` key of the database's random id (migration 5).

@@ -179,6 +179,11 @@ impl Place {
 /// superseded (logged before the delete); returns the delete's change number,
 /// or `None` if there was no such entry.
 pub(super) async fn remove(tx: &Tx<'_>, id: i64) -> Result<Option<i64>> {
+    remove_as(tx, id, None).await
+}
+
+/// `remove`, logging the deletion as part of the forget `forget` when given.
+pub(super) async fn remove_as(tx: &Tx<'_>, id: i64, forget: Option<&str>) -> Result<Option<i64>> {
     let mut rows = tx
         .query_kept(
             "SELECT p.id, p.valid_to = COALESCE(e.valid_from, e.ts), e.valid_to, e.superseded_by \
@@ -218,7 +223,10 @@ pub(super) async fn remove(tx: &Tx<'_>, id: i64) -> Result<Option<i64>> {
         }
         log_change(tx, before, OP_UPDATE).await?;
     }
-    Ok(Some(log_change(tx, id, OP_DELETE).await?))
+    match forget {
+        Some(forget) => Ok(Some(super::change_log::log_forgotten(tx, id, forget).await?)),
+        None => Ok(Some(log_change(tx, id, OP_DELETE).await?)),
+    }
 }
 
 /// Whether entry `id` supersedes or was superseded by another.

@@ -105,7 +105,7 @@ pub struct PatchRecord<'py> {
 }
 
 /// A key that is present: `Some` of its value, which may be `None`.
-fn given<'py, T: for<'a> FromPyObject<'a, 'py, Error = PyErr>>(
+pub(super) fn given<'py, T: for<'a> FromPyObject<'a, 'py, Error = PyErr>>(
     obj: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Option<T>>> {
     obj.extract().map(Some)

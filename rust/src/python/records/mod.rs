@@ -13,6 +13,8 @@
 //! | [`PatchRecord`]               | `_convert.PatchRecord` (dict)        | `engine::Patch`             |
 //! | [`TimingsRecord`]             | engine `Timings`                     | `Hits.timings` (dict)       |
 //! | [`ExplainRecord`]             | engine `Explain`                     | `Hit.explain` (dict)        |
+//! | [`ForgetRecord`]              | `_convert.ForgetRecord` (dict)       | `store::Forget`             |
+//! | [`ReceiptRecord`]             | engine `Receipt`                     | `Forgotten` (dataclass)     |
 //!
 //! The parts they are made of: [`Text`] (a `str`; a lone surrogate raises
 //! `InvalidInputError`), [`Parsed`](choice::Parsed) (an enum from its name), [`Scopes`](scope::Scopes)
@@ -24,6 +26,7 @@
 
 mod choice;
 mod config;
+mod forget;
 mod item;
 mod query;
 mod results;
@@ -31,6 +34,7 @@ mod scope;
 mod text;
 
 pub use config::ConfigRecord;
+pub use forget::{ForgetRecord, ReceiptRecord};
 pub use item::{ItemRecord, ListRecord, PatchRecord};
 pub use query::QueryRecord;
 pub use results::{ExplainRecord, TimingsRecord};
