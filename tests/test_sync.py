@@ -87,7 +87,11 @@ def test_no_method_is_a_coroutine_or_async_generator() -> None:
 def test_twins_are_named_and_typed_after_the_async_methods() -> None:
     """Help, tracebacks and ``inspect`` show each twin as a member of ContextForgeSync, with
     the async method's signature and docstring; the return type is what the call returns."""
-    returns = {"list": "Iterator[_core.Hit]", "open": "ContextForgeSync"}
+    returns = {
+        "list": "Iterator[_core.Hit]",
+        "changes": "Iterator[Change]",
+        "open": "ContextForgeSync",
+    }
     for name, member in public_members(ContextForge).items():
         if isinstance(member, property):
             continue

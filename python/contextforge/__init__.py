@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ._convert import Timestamp
 from ._core import Context, Hit, __version__
 from ._vectors import Embedder
+from .audit import Change
 from .config import Config
 from .distill.run import DistillResult, SavedItem
 from .errors import (
@@ -63,6 +64,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "ALL_SCOPES",
     "AllScopes",
+    "Change",
     "ClosedError",
     "Config",
     "Context",

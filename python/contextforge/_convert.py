@@ -51,6 +51,14 @@ def positive_int(name: str, value: object) -> int:
     return value
 
 
+def non_negative_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTypeError(f"{name} must be an int, not {type(value).__name__}")
+    if not 0 <= value < 2**63:
+        raise InvalidInputError(f"{name} must be between 0 and 2**63 - 1, got {value}")
+    return value
+
+
 def timestamp_us(name: str, value: Timestamp | None) -> int | None:
     """Microseconds since the epoch from an aware datetime or Unix seconds."""
     if value is None:

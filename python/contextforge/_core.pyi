@@ -3,13 +3,14 @@
 import os
 from collections.abc import Awaitable
 from datetime import datetime
-from typing import Any, TypeAlias, TypedDict, final
+from typing import Any, Literal, TypeAlias, TypedDict, final
 
 import numpy
 import numpy.typing as npt
 
 from contextforge._convert import ForgetRecord, ListRecord, PatchRecord, QueryRecord, SaveItem
 from contextforge.config import Config
+from contextforge.scope import ScopeFilter
 
 __all__ = [
     "Context",
@@ -134,6 +135,17 @@ class Context:
     def unknown_citations(self, answer: str) -> list[str]:
         """Citation ids in ``answer`` that are not in this block."""
 
+class _Logged(TypedDict):
+    """One change of the audit trail (``records::LoggedRecord``): ``Change``."""
+
+    seq: int
+    entry_id: int
+    op: Literal["insert", "update", "delete", "forget"]
+    at: int | None
+    scope: str | None
+    key: str | None
+    forget: str | None
+
 class _Receipt(TypedDict):
     """What a forget removed (``records::ReceiptRecord``): ``Forgotten``."""
 
@@ -203,6 +215,8 @@ class Engine:
         """Entries by id; `None` for those that do not hold at `as_of` (default now)."""
     def history(self, key: str, scope: str | None) -> Awaitable[list[Hit]]:
         """The versions of `key` in `scope`, oldest first."""
+    def changes(self, after: int, limit: int, scope: ScopeFilter) -> Awaitable[list[_Logged]]:
+        """Up to `limit` changes of the log after `after`, oldest first."""
     def forget(self, what: ForgetRecord) -> Awaitable[_Receipt]:
         """Forgets what a `_convert.ForgetRecord` selects; returns its receipt."""
     def keys(self, scope: str | None, limit: int) -> Awaitable[list[str]]:

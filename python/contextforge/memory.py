@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from . import _convert, _core
 from ._convert import ContextOrder, InjectionPolicy, Timestamp
 from ._vectors import Vector, Vectors, as_matrix, as_vector, embed, embedder_name
+from .audit import Change
 from .config import Config, PathLike
 from .errors import InvalidInputError, InvalidTypeError, ScrubbingWeakenedWarning
 from .forgotten import Forgotten
@@ -756,6 +757,33 @@ class ContextForge:
             if made is not None:
                 patch["embedding"] = made[0]
         return await self._engine.update(entry_id, patch)
+
+    async def changes(
+        self,
+        since: int = 0,
+        scope: ScopeFilter = ALL_SCOPES,
+        *,
+        page_size: int = _PAGE,
+    ) -> AsyncIterator[Change]:
+        """Iterates over the change log, oldest first, from after ``since`` (a
+        :class:`Change`'s ``seq``: pass the last one seen to resume), fetching
+        ``page_size`` at a time: the audit trail of every insert, update,
+        delete and forget, with when it was made and in which scope, never
+        content. ``scope`` is one scope, ``None`` for global entries, or
+        ``ALL_SCOPES`` (the default); changes logged before the store kept
+        scopes are in the ``ALL_SCOPES`` trail only. It is the log the search
+        index follows, read-only; it ends at the newest change when it is
+        read."""
+        after = _convert.non_negative_int("since", since)
+        size = _convert.positive_int("page_size", page_size)
+        chosen = _convert.scope_filter(scope)
+        while True:
+            page = await self._engine.changes(after, size, chosen)
+            for record in page:
+                yield Change._from_record(record)
+            if len(page) < size:
+                return
+            after = page[-1]["seq"]
 
     async def forget(
         self,

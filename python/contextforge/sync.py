@@ -189,6 +189,7 @@ class ContextForgeSync:
     keys = _blocking(ContextForge.keys)
     reembed = _blocking(ContextForge.reembed)
     forget = _blocking(ContextForge.forget)
+    changes = _iterating(ContextForge.changes, page="page_size")
     delete = _blocking(ContextForge.delete)
     delete_many = _blocking(ContextForge.delete_many)
     purge_expired = _blocking(ContextForge.purge_expired)

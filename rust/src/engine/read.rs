@@ -403,6 +403,21 @@ impl Memory {
         Ok(self.store.history(&key, scope)?.into_iter().filter(|e| e.alive_at(now)).collect())
     }
 
+    /// Up to `limit` changes of the log after `after`, oldest first, without
+    /// content; with `scope`, only that scope's (`Some(None)`: global entries).
+    pub fn logged(
+        &self,
+        after: i64,
+        limit: usize,
+        scope: Option<Option<&str>>,
+    ) -> Result<Vec<crate::store::Logged>> {
+        self.check_open()?;
+        if let Some(Some(scope)) = scope {
+            validate_label("scope", scope)?;
+        }
+        self.store.logged(after.max(0), limit.clamp(1, MAX_DEPTH), scope)
+    }
+
     /// The keys `scope` holds, in order, at most `limit` (up to `MAX_DEPTH`).
     pub fn keys(&self, scope: Option<&str>, limit: usize) -> Result<Vec<String>> {
         self.check_open()?;

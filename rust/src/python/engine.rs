@@ -12,8 +12,8 @@ use super::context::Context;
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
 use super::records::{
-    strings, ConfigRecord, ForgetRecord, ItemRecord, ListRecord, PatchRecord, QueryRecord, ReceiptRecord,
-    Record, Text, TimingsRecord,
+    strings, ConfigRecord, ForgetRecord, ItemRecord, ListRecord, LoggedRecord, PatchRecord, QueryRecord,
+    ReceiptRecord, Record, ScopeFilter, Text, TimingsRecord,
 };
 use crate::config::Config;
 use crate::distill::{ExtractOptions, Message};
@@ -255,6 +255,22 @@ impl Engine {
         let (key, scope) = (key.0, scope.map(String::from));
         awaitable(py, move || {
             Ok(core.history(&key, scope.as_deref())?.into_iter().map(Hit::from).collect::<Vec<_>>())
+        })
+    }
+
+    /// Up to `limit` changes of the log after `after`, oldest first (the audit trail).
+    fn changes<'py>(
+        &self,
+        py: Python<'py>,
+        after: i64,
+        limit: usize,
+        scope: ScopeFilter,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        let scope: Option<Option<String>> = scope.into();
+        awaitable(py, move || {
+            let page = core.logged(after, limit, scope.as_ref().map(Option::as_deref))?;
+            Ok(page.into_iter().map(LoggedRecord::from).collect::<Vec<_>>())
         })
     }
 

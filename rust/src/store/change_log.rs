@@ -15,26 +15,36 @@ pub struct Written {
     pub seq: Option<i64>,
 }
 
-/// Appends one change to the log, in the caller's transaction; returns its `seq`.
+/// Appends one change to the log, in the caller's transaction, with the time
+/// and the entry's scope as they are now; returns its `seq`. A deletion is
+/// logged by `log_delete`, which is told the scope.
 pub(super) async fn log_change(conn: &Tx<'_>, entry_id: i64, op: i64) -> Result<i64> {
     returned_id(
         conn,
-        "INSERT INTO changes (entry_id, op) VALUES (?1, ?2) RETURNING seq",
-        vec![Value::Integer(entry_id), Value::Integer(op)],
+        "INSERT INTO changes (entry_id, op, at, scope) \
+         VALUES (?1, ?2, ?3, (SELECT scope FROM entries WHERE id = ?1)) RETURNING seq",
+        vec![Value::Integer(entry_id), Value::Integer(op), Value::Integer(super::now_micros())],
     )
     .await
 }
 
-/// Appends the deletion of an entry that `forget` removed: a tombstone that
-/// names the forget, never the content.
-pub(super) async fn log_forgotten(conn: &Tx<'_>, entry_id: i64, forget: &str) -> Result<i64> {
+/// Appends the deletion of an entry of `scope`; with `forget`, as part of that
+/// forget: a tombstone that names the forget, never the content.
+pub(super) async fn log_delete(
+    conn: &Tx<'_>,
+    entry_id: i64,
+    scope: Option<&str>,
+    forget: Option<&str>,
+) -> Result<i64> {
     returned_id(
         conn,
-        "INSERT INTO changes (entry_id, op, forget) VALUES (?1, ?2, ?3) RETURNING seq",
+        "INSERT INTO changes (entry_id, op, at, scope, forget) VALUES (?1, ?2, ?3, ?4, ?5) RETURNING seq",
         vec![
             Value::Integer(entry_id),
             Value::Integer(super::schema::OP_DELETE),
-            Value::Text(forget.to_owned()),
+            Value::Integer(super::now_micros()),
+            super::rows::opt_text(scope),
+            super::rows::opt_text(forget),
         ],
     )
     .await

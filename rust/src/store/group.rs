@@ -84,7 +84,7 @@ pub(super) async fn insert(
             super::vectors::put(tx, id, vector).await?;
         }
     }
-    let seqs = log_inserts(tx, &ids).await?;
+    let seqs = log_inserts(tx, &ids, &rows, now).await?;
     for slot in slots {
         out.push(match slot {
             Slot::New(row) => Written { id: ids[row], seq: Some(seqs[row]) },
@@ -134,15 +134,27 @@ async fn insert_rows(tx: &Tx<'_>, rows: &[(&PreparedEntry, i64)], now: Micros) -
     returned_in_order(tx, &sql, params, rows.len()).await
 }
 
-/// Logs an insert of each of `ids` in one statement; the change numbers, in order.
-async fn log_inserts(tx: &Tx<'_>, ids: &[i64]) -> Result<Vec<i64>> {
+/// Logs an insert of each of `ids` (of the entries `rows`, in order) in one
+/// statement, at `now`; the change numbers, in order.
+async fn log_inserts(
+    tx: &Tx<'_>,
+    ids: &[i64],
+    rows: &[(&PreparedEntry, i64)],
+    now: Micros,
+) -> Result<Vec<i64>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let params: Vec<Value> = ids.iter().map(|&id| Value::Integer(id)).collect();
+    let params: Vec<Value> = ids
+        .iter()
+        .zip(rows)
+        .flat_map(|(&id, (e, _))| {
+            [Value::Integer(id), Value::Integer(now), super::rows::opt_text(e.scope.as_deref())]
+        })
+        .collect();
     let sql = format!(
-        "INSERT INTO changes (entry_id, op) VALUES {} RETURNING seq",
-        vec![format!("(?, {OP_INSERT})"); ids.len()].join(",")
+        "INSERT INTO changes (entry_id, op, at, scope) VALUES {} RETURNING seq",
+        vec![format!("(?, {OP_INSERT}, ?, ?)"); ids.len()].join(",")
     );
     returned_in_order(tx, &sql, params, ids.len()).await
 }

@@ -8,6 +8,7 @@
 //! timeout to set; every connection is its own HTTP stream, and one that failed is
 //! replaced so that a later call reconnects.
 
+mod audit;
 mod change_log;
 mod conn;
 mod dedupe;
@@ -33,6 +34,7 @@ use crate::error::{Error, Result};
 use crate::runtime::{block_on, runtime};
 use conn::Conn;
 
+pub use audit::Logged;
 pub use change_log::Written;
 pub use forget::{Forget, Forgotten};
 pub use read::ListFilter;

@@ -99,9 +99,13 @@ pub const MIGRATIONS: &[&str] = &[
         WHERE key IS NOT NULL AND valid_to IS NULL;
     CREATE INDEX entries_superseded ON entries (superseded_by) WHERE superseded_by IS NOT NULL;
     ",
-    // 8: forgetting (`store/forget.rs`): each forget's receipt, and the forget a
-    // deletion in the log belongs to (the log keeps ids, never content).
+    // 8: the audit log and forgetting (`store/forget.rs`): when each change
+    // was made and in which scope (NULL for changes logged before), the forget
+    // a deletion belongs to (the log keeps ids, never content), and each
+    // forget's receipt.
     r"
+    ALTER TABLE changes ADD COLUMN at INTEGER;
+    ALTER TABLE changes ADD COLUMN scope TEXT;
     ALTER TABLE changes ADD COLUMN forget TEXT;
     CREATE TABLE forgets (
         id        TEXT PRIMARY KEY,

@@ -32,7 +32,7 @@ use libsql::Value;
 use super::change_log::log_change;
 use super::conn::Tx;
 use super::rows::{opt_text, text};
-use super::schema::{OP_DELETE, OP_UPDATE};
+use super::schema::OP_UPDATE;
 use super::PreparedEntry;
 use crate::entry::Micros;
 use crate::error::{Error, Result};
@@ -201,6 +201,10 @@ pub(super) async fn remove_as(tx: &Tx<'_>, id: i64, forget: Option<&str>) -> Res
         None => None,
     };
     drop(rows);
+    let mut rows = tx.query_kept("SELECT scope FROM entries WHERE id = ?1", [id]).await?;
+    let Some(row) = rows.next().await? else { return Ok(None) };
+    let scope: Option<String> = row.get(0)?;
+    drop(rows);
     // Deleted first: the version reopened may take its place as the key's open one.
     if tx.execute_kept("DELETE FROM entries WHERE id = ?1", [id]).await? == 0 {
         return Ok(None);
@@ -223,10 +227,7 @@ pub(super) async fn remove_as(tx: &Tx<'_>, id: i64, forget: Option<&str>) -> Res
         }
         log_change(tx, before, OP_UPDATE).await?;
     }
-    match forget {
-        Some(forget) => Ok(Some(super::change_log::log_forgotten(tx, id, forget).await?)),
-        None => Ok(Some(log_change(tx, id, OP_DELETE).await?)),
-    }
+    Ok(Some(super::change_log::log_delete(tx, id, scope.as_deref(), forget).await?))
 }
 
 /// Whether entry `id` supersedes or was superseded by another.

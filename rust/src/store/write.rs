@@ -6,12 +6,12 @@ use std::sync::LazyLock;
 
 use libsql::{Connection, Value};
 
-use super::change_log::{log_change, returned_id, Written};
+use super::change_log::{log_change, log_delete, returned_id, Written};
 use super::conn::Tx;
 use super::group;
 use super::retention::{self, Retention};
 use super::rows::{self, entry_values, opt_text, text, ENTRY_COLUMNS, ENTRY_ROW, INSERT_ENTRY};
-use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
+use super::schema::{OP_INSERT, OP_UPDATE};
 use super::timeline;
 use super::{now_micros, PreparedEntry, Store};
 use crate::entry::{Entry, Micros};
@@ -311,8 +311,15 @@ impl Store {
                             out.push((id, seq));
                         }
                     } else {
+                        let mut found =
+                            tx.query_kept("SELECT scope FROM entries WHERE id = ?1", [id]).await?;
+                        let scope: Option<String> = match found.next().await? {
+                            Some(row) => row.get(0)?,
+                            None => continue,
+                        };
+                        drop(found);
                         tx.execute_kept("DELETE FROM entries WHERE id = ?1", [id]).await?;
-                        out.push((id, log_change(&tx, id, OP_DELETE).await?));
+                        out.push((id, log_delete(&tx, id, scope.as_deref(), None).await?));
                     }
                 }
                 tx.commit().await?;

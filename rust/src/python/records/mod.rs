@@ -14,6 +14,7 @@
 //! | [`TimingsRecord`]             | engine `Timings`                     | `Hits.timings` (dict)       |
 //! | [`ExplainRecord`]             | engine `Explain`                     | `Hit.explain` (dict)        |
 //! | [`ForgetRecord`]              | `_convert.ForgetRecord` (dict)       | `store::Forget`             |
+//! | [`LoggedRecord`]              | store `Logged`                       | `Change` (dataclass)        |
 //! | [`ReceiptRecord`]             | engine `Receipt`                     | `Forgotten` (dataclass)     |
 //!
 //! The parts they are made of: [`Text`] (a `str`; a lone surrogate raises
@@ -37,7 +38,8 @@ pub use config::ConfigRecord;
 pub use forget::{ForgetRecord, ReceiptRecord};
 pub use item::{ItemRecord, ListRecord, PatchRecord};
 pub use query::QueryRecord;
-pub use results::{ExplainRecord, TimingsRecord};
+pub use results::{ExplainRecord, LoggedRecord, TimingsRecord};
+pub use scope::ScopeFilter;
 pub use text::{strings, Text};
 
 use pyo3::exceptions::PyTypeError;

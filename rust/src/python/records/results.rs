@@ -5,7 +5,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::engine::Timings;
-use crate::entry::Explain;
+use crate::entry::{Explain, Micros};
+use crate::store::{ChangeOp, Logged};
 
 /// Where a query's time went, in microseconds (`_core._Timings` in the stub).
 #[derive(Debug, Clone, Copy, IntoPyObject)]
@@ -69,5 +70,29 @@ impl<'py> IntoPyObject<'py> for ExplainRecord {
         d.set_item("final", self.final_)?;
         d.set_item("rank", self.rank)?;
         Ok(d)
+    }
+}
+
+/// One change of the audit trail (`_core._Logged` in the stub), a dict.
+#[derive(Debug, Clone, IntoPyObject)]
+pub struct LoggedRecord {
+    seq: i64,
+    entry_id: i64,
+    op: &'static str,
+    at: Option<Micros>,
+    scope: Option<String>,
+    key: Option<String>,
+    forget: Option<String>,
+}
+
+impl From<Logged> for LoggedRecord {
+    fn from(l: Logged) -> Self {
+        let op = match (l.op, &l.forget) {
+            (ChangeOp::Insert, _) => "insert",
+            (ChangeOp::Update, _) => "update",
+            (ChangeOp::Delete, None) => "delete",
+            (ChangeOp::Delete, Some(_)) => "forget",
+        };
+        Self { seq: l.seq, entry_id: l.entry_id, op, at: l.at, scope: l.scope, key: l.key, forget: l.forget }
     }
 }

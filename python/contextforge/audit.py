@@ -1,0 +1,48 @@
+"""``Change``: one write of the audit trail that ``changes()`` iterates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from ._core import _Logged
+
+__all__ = ["Change"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One write, as the change log records it: never content.
+
+    ``seq`` is its place in the log (pass it as ``since`` to resume after it);
+    ``op`` is ``"insert"``, ``"update"``, ``"delete"`` or ``"forget"`` (a
+    deletion by :meth:`~contextforge.ContextForge.forget`, whose receipt id is
+    ``forget``); ``scope`` is the entry's scope when the change was made;
+    ``key`` the entry's key while it exists; ``at`` when the change was made
+    (``None`` for changes logged before the store kept it).
+    """
+
+    seq: int
+    op: Literal["insert", "update", "delete", "forget"]
+    entry_id: int
+    scope: str | None
+    key: str | None
+    at: datetime | None
+    forget: str | None
+
+    @classmethod
+    def _from_record(cls, record: _Logged) -> Change:
+        at = record["at"]
+        return cls(
+            seq=record["seq"],
+            op=record["op"],
+            entry_id=record["entry_id"],
+            scope=record["scope"],
+            key=record["key"],
+            at=None if at is None else _EPOCH + timedelta(microseconds=at),
+            forget=record["forget"],
+        )
