@@ -31,6 +31,7 @@ TOOLS = {
     "get_memory",
     "update_memory",
     "delete_memory",
+    "forget_memory",
     "list_scopes",
     "distill_transcript",
     "memory_history",

@@ -31,6 +31,7 @@ from .errors import (
 from .forgotten import Forgotten
 from .hits import Hits
 from .memory import ContextForge, verify_citations
+from .provenance import Link
 from .saved import Saved
 from .scope import ALL_SCOPES, AllScopes, Scope, ScopeFilter
 from .sync import ContextForgeSync
@@ -81,6 +82,7 @@ __all__ = [
     "InternalError",
     "InvalidInputError",
     "InvalidTypeError",
+    "Link",
     "LocalEmbedder",
     "NotFound",
     "OpenAIChatDistiller",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal, TypedDict
 
@@ -172,6 +172,48 @@ class SaveItem(TypedDict):
     valid_from: int | None
     valid_to: int | None
     supersedes: int | None
+    sources: list[SourceRecord]
+    cross_scope_sources: bool
+
+
+class SourceRecord(TypedDict):
+    """One source (``records::SourceRecord``): an entry id or an external
+    reference, with an optional ``(start, end)`` span."""
+
+    entry: int | None
+    ref: str | None
+    span: tuple[int, int] | None
+
+
+def source(value: object, name: str = "source") -> SourceRecord:
+    """An entry id (int), an external reference (str), or either with a span:
+    ``(id_or_ref, start, end)``."""
+    span: tuple[int, int] | None = None
+    if isinstance(value, tuple):
+        if len(value) != 3:
+            raise InvalidInputError(f"{name}: a source with a span is (id_or_ref, start, end)")
+        value, start, end = value
+        for part, v in (("start", start), ("end", end)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise InvalidTypeError(f"{name}: the span's {part} must be an int")
+        span = (start, end)
+    if isinstance(value, bool):
+        raise InvalidTypeError(f"{name} must be an entry id (int) or a reference (str), not bool")
+    if isinstance(value, int):
+        return {"entry": entry_id(value, name), "ref": None, "span": span}
+    if isinstance(value, str):
+        return {"entry": None, "ref": text(name, value), "span": span}
+    raise InvalidTypeError(
+        f"{name} must be an entry id (int) or a reference (str), not {type(value).__name__}"
+    )
+
+
+def _sources(values: object) -> list[SourceRecord]:
+    if values is None:
+        return []
+    if isinstance(values, (str, bytes, int)) or not isinstance(values, Iterable):
+        raise InvalidTypeError("sources must be a list of entry ids and references")
+    return [source(v, f"sources[{i}]") for i, v in enumerate(values)]
 
 
 def save_item(
@@ -190,6 +232,8 @@ def save_item(
     valid_from: Any = None,
     valid_to: Any = None,
     supersedes: object = None,
+    sources: object = None,
+    cross_scope_sources: object = False,
 ) -> SaveItem:
     return {
         "content": text("content", content),
@@ -206,6 +250,8 @@ def save_item(
         "valid_from": timestamp_us("valid_from", valid_from),
         "valid_to": timestamp_us("valid_to", valid_to),
         "supersedes": None if supersedes is None else entry_id(supersedes, "supersedes"),
+        "sources": _sources(sources),
+        "cross_scope_sources": flag("cross_scope_sources", cross_scope_sources),
     }
 
 
@@ -400,6 +446,8 @@ class ForgetRecord(TypedDict, total=False):
     session_id: str
     key: str
     metadata: str  # JSON text
+    source: SourceRecord
+    cascade: bool
 
 
 class PatchRecord(TypedDict, total=False):

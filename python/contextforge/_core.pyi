@@ -146,6 +146,15 @@ class _Logged(TypedDict):
     key: str | None
     forget: str | None
 
+class _Linked(TypedDict):
+    """One provenance link (``records::LinkedRecord``): ``Link``."""
+
+    entry_id: int
+    source_id: int | None
+    ref: str | None
+    span: tuple[int, int] | None
+    depth: int
+
 class _Receipt(TypedDict):
     """What a forget removed (``records::ReceiptRecord``): ``Forgotten``."""
 
@@ -217,6 +226,8 @@ class Engine:
         """The versions of `key` in `scope`, oldest first."""
     def changes(self, after: int, limit: int, scope: ScopeFilter) -> Awaitable[list[_Logged]]:
         """Up to `limit` changes of the log after `after`, oldest first."""
+    def linked(self, id: int, up: bool, depth: int) -> Awaitable[list[_Linked]]:
+        """What `id` rests on (`up`), or what was derived from it, to `depth` links."""
     def forget(self, what: ForgetRecord) -> Awaitable[_Receipt]:
         """Forgets what a `_convert.ForgetRecord` selects; returns its receipt."""
     def keys(self, scope: str | None, limit: int) -> Awaitable[list[str]]:

@@ -18,6 +18,7 @@ from .errors import InvalidInputError, InvalidTypeError, ScrubbingWeakenedWarnin
 from .forgotten import Forgotten
 from .hits import Hits
 from .opening import Opening
+from .provenance import Link
 from .saved import Saved
 from .scope import ALL_SCOPES, Scope, ScopeFilter
 
@@ -44,6 +45,8 @@ _SAVE_KEYS = frozenset(
         "valid_from",
         "valid_to",
         "supersedes",
+        "sources",
+        "cross_scope_sources",
         "id",
         "scrub",
     }
@@ -230,6 +233,8 @@ class ContextForge:
         valid_from: Timestamp | None = None,
         valid_to: Timestamp | None = None,
         supersedes: int | None = None,
+        sources: Iterable[int | str | tuple[int | str, int, int]] | None = None,
+        cross_scope_sources: bool = False,
     ) -> Saved:
         """Saves one entry and returns its id, as a :class:`Saved` (an ``int``
         whose ``created`` says whether this call stored a new entry).
@@ -283,6 +288,13 @@ class ContextForge:
                 superseded.
             supersedes: The id of an entry of the same scope that this one
                 corrects, for a caller without a key (see :meth:`supersede`).
+            sources: Where it came from: entry ids of this store (in the same
+                scope), external references (a URL, a message id such as
+                ``"slack:C123/1700000000.1234"``), or either with a character
+                span, ``(id_or_ref, start, end)``. Read back with
+                :meth:`sources` and :meth:`derived`.
+            cross_scope_sources: Allow source entries of other scopes; their
+                content is never shown through the link.
 
         Raises:
             InvalidInputError: (a ``ValueError``; ``InvalidTypeError`` is also a
@@ -303,6 +315,8 @@ class ContextForge:
             valid_from=valid_from,
             valid_to=valid_to,
             supersedes=supersedes,
+            sources=sources,
+            cross_scope_sources=cross_scope_sources,
         )
         if embedding is not None:
             vectors: Vectors | None = as_vector(embedding)[None, :]
@@ -758,6 +772,22 @@ class ContextForge:
                 patch["embedding"] = made[0]
         return await self._engine.update(entry_id, patch)
 
+    async def sources(self, id: int, *, depth: int = 8) -> list[Link]:
+        """What entry ``id`` rests on, following sources up to ``depth`` links
+        (at most 32), nearest first: entry ids and external references, never
+        content. An entry source that was since deleted still shows its id."""
+        [entry_id] = _convert.ids([id])
+        records = await self._engine.linked(entry_id, True, _convert.positive_int("depth", depth))
+        return [Link._from_record(r) for r in records]
+
+    async def derived(self, id: int, *, depth: int = 8) -> list[Link]:
+        """What was derived from entry ``id``, following sources down up to
+        ``depth`` links (at most 32), nearest first: each link's ``entry_id``
+        is an entry that rests on the one before it."""
+        [entry_id] = _convert.ids([id])
+        records = await self._engine.linked(entry_id, False, _convert.positive_int("depth", depth))
+        return [Link._from_record(r) for r in records]
+
     async def changes(
         self,
         since: int = 0,
@@ -793,6 +823,8 @@ class ContextForge:
         session_id: str | None = None,
         key: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        source: int | str | None = None,
+        cascade: bool = False,
     ) -> Forgotten:
         """Forgets the entries that match every criterion given, completely,
         and returns a :class:`Forgotten` receipt.
@@ -814,7 +846,13 @@ class ContextForge:
             key: Every version of this key.
             metadata: The entries whose metadata holds these top-level values,
                 such as a subject ``{"user": "u-42"}`` (str, number, bool or
-                ``None``; numbers compare as JSON, so ``1`` is not ``"1"``).
+                ``None``; typed: ``True`` is not ``1``, ``1`` is not ``"1"``, and
+                ``1`` equals ``1.0``).
+            source: The entries that cite this source directly: an entry id,
+                or an external reference.
+            cascade: Also forget everything derived from the entries chosen,
+                transitively (``forget(ids=[message], cascade=True)`` takes a
+                message and every fact distilled from it).
 
         Raises:
             InvalidInputError: when no criterion is given, or ``metadata`` is
@@ -832,6 +870,9 @@ class ContextForge:
             what["key"] = _convert.label("key", key)
         if metadata is not None:
             what["metadata"] = _convert.metadata_json(metadata) or "{}"
+        if source is not None:
+            what["source"] = _convert.source(source)
+        what["cascade"] = _convert.flag("cascade", cascade)
         return Forgotten._from_record(await self._engine.forget(what))
 
     async def delete(self, id: int) -> bool:

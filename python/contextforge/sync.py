@@ -190,6 +190,8 @@ class ContextForgeSync:
     reembed = _blocking(ContextForge.reembed)
     forget = _blocking(ContextForge.forget)
     changes = _iterating(ContextForge.changes, page="page_size")
+    sources = _blocking(ContextForge.sources)
+    derived = _blocking(ContextForge.derived)
     delete = _blocking(ContextForge.delete)
     delete_many = _blocking(ContextForge.delete_many)
     purge_expired = _blocking(ContextForge.purge_expired)

@@ -59,6 +59,66 @@ pub struct NewEntry {
     pub valid_to: Option<Micros>,
     /// The id of an entry of the same scope that this one corrects.
     pub supersedes: Option<i64>,
+    /// Where it came from: entries of this store, or external references.
+    pub sources: Vec<Source>,
+    /// Allow entry sources in other scopes (their content is never shown).
+    pub cross_scope_sources: bool,
+}
+
+/// One source of an entry: what it rests on, and optionally where in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub of: SourceRef,
+    /// A character span `[start, end)` in the source.
+    pub span: Option<(i64, i64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceRef {
+    /// An entry of this store.
+    Entry(i64),
+    /// A URL, a message id (`slack:C123/1700000000.1234`), any caller's reference.
+    External(String),
+}
+
+/// The longest external reference kept.
+pub const MAX_REF_BYTES: usize = 2048;
+/// The most sources one entry may have.
+pub const MAX_SOURCES: usize = 1000;
+
+impl Source {
+    pub fn validate(&self) -> Result<()> {
+        match &self.of {
+            SourceRef::Entry(id) if *id < 1 => {
+                return Err(Error::invalid("a source entry id must be positive"))
+            }
+            SourceRef::External(r) if r.trim().is_empty() => {
+                return Err(Error::invalid("a source reference must not be empty"))
+            }
+            SourceRef::External(r) if r.len() > MAX_REF_BYTES => {
+                return Err(Error::invalid(format!(
+                    "a source reference is longer than {MAX_REF_BYTES} bytes"
+                )))
+            }
+            SourceRef::External(r) if r.chars().any(char::is_control) => {
+                return Err(Error::invalid("a source reference must not contain control characters"))
+            }
+            SourceRef::External(r) => {
+                if let Some(rule) = crate::scrub::label_secret(r) {
+                    return Err(Error::invalid(format!(
+                        "a source reference must not hold a secret (found: {rule})"
+                    )));
+                }
+            }
+            SourceRef::Entry(_) => {}
+        }
+        if let Some((start, end)) = self.span {
+            if start < 0 || end <= start {
+                return Err(Error::invalid("a source span must be (start, end) with 0 <= start < end"));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl NewEntry {
@@ -79,6 +139,8 @@ impl NewEntry {
             valid_from: None,
             valid_to: None,
             supersedes: None,
+            sources: Vec::new(),
+            cross_scope_sources: false,
         }
     }
 
@@ -142,6 +204,12 @@ impl NewEntry {
         }
         if self.supersedes.is_some_and(|id| id < 1) {
             return Err(Error::invalid("supersedes must be a positive integer"));
+        }
+        if self.sources.len() > MAX_SOURCES {
+            return Err(Error::invalid(format!("an entry may have at most {MAX_SOURCES} sources")));
+        }
+        for source in &self.sources {
+            source.validate()?;
         }
         Ok(())
     }

@@ -13,6 +13,7 @@ from .distill import distill
 from .entries import delete, get, history, query, save
 from .errors import CliError
 from .evaluate import eval_, eval_updates
+from .forget import forget
 from .importing import import_
 from .info import scopes, stats
 from .options import Common, common_options
@@ -55,6 +56,7 @@ for command in (
     query,
     get,
     delete,
+    forget,
     history,
     scopes,
     stats,

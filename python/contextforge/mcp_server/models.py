@@ -8,7 +8,16 @@ from pydantic import BaseModel, Field
 
 from .._core import Hit
 
-__all__ = ["Deleted", "History", "Memory", "ScopeCount", "Scopes", "SearchResult", "memory"]
+__all__ = [
+    "Deleted",
+    "Forgot",
+    "History",
+    "Memory",
+    "ScopeCount",
+    "Scopes",
+    "SearchResult",
+    "memory",
+]
 
 
 class Memory(BaseModel):
@@ -76,6 +85,20 @@ class Scopes(BaseModel):
 class Deleted(BaseModel):
     id: int
     deleted: bool
+
+
+class Forgot(BaseModel):
+    """The receipt of a forget_memory call."""
+
+    forget_id: str = Field(description="The forget's id, the only trace kept with the ids.")
+    at: str = Field(description="ISO 8601, UTC.")
+    scope: str | None = Field(description="The one scope it forgot in (null: global memories).")
+    ids: list[int] = Field(description="The memories forgotten.")
+    entries: int = Field(description="How many memories were forgotten.")
+    vectors: int = Field(description="Their embeddings, removed with them.")
+    reindexed: int = Field(
+        description="Later turns of their conversations re-indexed without their words."
+    )
 
 
 def memory(hit: Hit, *, ranked: bool = False, created: bool | None = None) -> Memory:

@@ -5,7 +5,10 @@ Every tool resolves the scopes it touches through the policy before calling the
 store, and every entry fetched by id is checked against the policy before it is
 returned or changed: one outside is reported as "not found", exactly like an id
 that does not exist, so an agent cannot even learn that it exists. A key's
-history is read in one scope, resolved like a search's. Search results
+history is read in one scope, resolved like a search's, and a forget works in one
+scope resolved the same way (the named one, else the default), which is always
+passed to the store: whatever else the call names (ids, a session, metadata), it
+can only match entries of that scope. Search results
 are checked before any of their text is returned: a block holding an entry outside
 the policy (which only a damaged store could give) is refused whole.
 """
@@ -24,7 +27,7 @@ from .. import __version__
 from .._core import Context, Hit
 from ..memory import ContextForge
 from .http import transport_security
-from .models import Deleted, History, Memory, ScopeCount, Scopes, SearchResult, memory
+from .models import Deleted, Forgot, History, Memory, ScopeCount, Scopes, SearchResult, memory
 from .policy import ScopeDenied, ScopePolicy
 
 __all__ = ["UNTRUSTED", "build_server"]
@@ -41,6 +44,7 @@ _INSTRUCTIONS = (
 )
 
 _MAX_BUDGET = 32_768
+_MAX_FORGET_IDS = 1000
 
 _log = logging.getLogger("contextforge.mcp")
 
@@ -221,6 +225,80 @@ def build_server(
     async def delete_memory(id: EntryId) -> Deleted:
         await fetch(id)
         return Deleted(id=id, deleted=await store.delete(id))
+
+    @server.tool(
+        description="Forget memories for good, when a user asks to be forgotten or a secret "
+        "was saved: they are erased from the database, its log and the search index, not "
+        "only hidden, and cannot be recovered. It works in ONE scope: the scope given, or "
+        "the server's default scope when scope is omitted; memories of any other scope are "
+        "never touched, not even by id. It forgets the memories of that scope that match "
+        "every criterion given: ids, session_id, key (every version of the fact) and "
+        'metadata (top-level values, such as {"user": "u-42"}). Give at least one '
+        "criterion; to forget a whole scope, name it in scope and give no other. Returns a "
+        "receipt listing the ids forgotten.",
+        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True),
+    )
+    async def forget_memory(
+        ids: Annotated[
+            list[int] | None,
+            Field(
+                min_length=1,
+                max_length=_MAX_FORGET_IDS,
+                description="These memories (the N of [mem:N]); each must be in the scope.",
+            ),
+        ] = None,
+        session_id: Annotated[
+            str | None, Field(description="The memories of this conversation.")
+        ] = None,
+        key: Annotated[
+            str | None, Field(description="Every version of this fact, such as 'user.city'.")
+        ] = None,
+        metadata: Annotated[
+            dict[str, str | int | float | bool | None] | None,
+            Field(
+                min_length=1,
+                description="The memories whose metadata holds these values "
+                '(compared as JSON: 1 is not "1").',
+            ),
+        ] = None,
+        scope: Annotated[
+            str | None,
+            Field(description="The one scope to forget in; omit for the server's default scope."),
+        ] = None,
+    ) -> Forgot:
+        target = _guard(one_scope, scope)
+        if not (ids or session_id is not None or key is not None or metadata) and scope is None:
+            raise ToolError(
+                "say what to forget: ids, session_id, key or metadata (to forget a whole "
+                "scope, name it in scope)"
+            )
+        if ids:
+            # An id outside the policy is "not found", exactly like a missing one; an id
+            # in another allowed scope is named, so the agent can retry there.
+            for entry_id, hit in zip(ids, await store.get_many(ids, include_superseded=True)):
+                if hit is None or not policy.allows(hit.scope):
+                    raise ToolError(f"memory {entry_id} not found")
+                if hit.scope != target:
+                    where = "global memories" if target is None else f"scope {target!r}"
+                    raise ToolError(
+                        f"memory {entry_id} is not in {where}: pass its scope to forget it"
+                    )
+        # The scope is always passed, so the store itself confines the forget to it,
+        # whatever changed since the check above.
+        receipt = await store.forget(
+            ids=ids, scope=target, session_id=session_id, key=key, metadata=metadata
+        )
+        # Not receipt.segments: the segments rewritten include those holding what
+        # other scopes deleted earlier, which this agent has no business knowing.
+        return Forgot(
+            forget_id=receipt.id,
+            at=receipt.at.isoformat(),
+            scope=target,
+            ids=list(receipt.ids),
+            entries=receipt.entries,
+            vectors=receipt.vectors,
+            reindexed=receipt.reindexed,
+        )
 
     @server.tool(
         description="List the scopes this server may use, with their number of memories.",

@@ -418,6 +418,13 @@ impl Memory {
         self.store.logged(after.max(0), limit.clamp(1, MAX_DEPTH), scope)
     }
 
+    /// What `id` rests on (`up`), or what was derived from it, to `depth`
+    /// links, nearest first: ids and references, never another scope's content.
+    pub fn linked(&self, id: i64, up: bool, depth: usize) -> Result<Vec<crate::store::Linked>> {
+        self.check_open()?;
+        self.store.linked(id, up, depth)
+    }
+
     /// The keys `scope` holds, in order, at most `limit` (up to `MAX_DEPTH`).
     pub fn keys(&self, scope: Option<&str>, limit: usize) -> Result<Vec<String>> {
         self.check_open()?;

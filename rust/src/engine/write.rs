@@ -209,6 +209,8 @@ impl Memory {
             valid_from: e.valid_from,
             valid_to: e.valid_to,
             supersedes: e.supersedes,
+            sources: e.sources,
+            cross_scope_sources: e.cross_scope_sources,
         }
     }
 

@@ -12,8 +12,8 @@ use super::context::Context;
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
 use super::records::{
-    strings, ConfigRecord, ForgetRecord, ItemRecord, ListRecord, LoggedRecord, PatchRecord, QueryRecord,
-    ReceiptRecord, Record, ScopeFilter, Text, TimingsRecord,
+    strings, ConfigRecord, ForgetRecord, ItemRecord, LinkedRecord, ListRecord, LoggedRecord, PatchRecord,
+    QueryRecord, ReceiptRecord, Record, ScopeFilter, Text, TimingsRecord,
 };
 use crate::config::Config;
 use crate::distill::{ExtractOptions, Message};
@@ -271,6 +271,14 @@ impl Engine {
         awaitable(py, move || {
             let page = core.logged(after, limit, scope.as_ref().map(Option::as_deref))?;
             Ok(page.into_iter().map(LoggedRecord::from).collect::<Vec<_>>())
+        })
+    }
+
+    /// What `id` rests on (`up`), or what was derived from it, to `depth` links.
+    fn linked<'py>(&self, py: Python<'py>, id: i64, up: bool, depth: usize) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || {
+            Ok(core.linked(id, up, depth)?.into_iter().map(LinkedRecord::from).collect::<Vec<_>>())
         })
     }
 

@@ -31,6 +31,10 @@ pub struct Forget {
     pub key: Option<String>,
     /// A JSON object of top-level values the metadata must hold.
     pub metadata: Option<String>,
+    /// The entries that cite this source directly.
+    pub source: Option<crate::entry::SourceRef>,
+    /// Also everything derived from the entries chosen, transitively.
+    pub cascade: bool,
 }
 
 /// What a forget removed.
@@ -69,6 +73,17 @@ impl Forget {
         if let Some(key) = &self.key {
             push("key = ?N", text(key), &mut params);
         }
+        match &self.source {
+            Some(crate::entry::SourceRef::Entry(of)) => push(
+                "id IN (SELECT entry_id FROM sources WHERE source_id = ?N)",
+                Value::Integer(*of),
+                &mut params,
+            ),
+            Some(crate::entry::SourceRef::External(r)) => {
+                push("id IN (SELECT entry_id FROM sources WHERE ref = ?N)", text(r), &mut params);
+            }
+            None => {}
+        }
         if let Some(metadata) = &self.metadata {
             let value: serde_json::Value = serde_json::from_str(metadata)
                 .map_err(|err| Error::invalid(format!("metadata is not JSON: {err}")))?;
@@ -87,18 +102,38 @@ impl Forget {
                     )));
                 }
                 let path = format!("$.\"{}\"", name.replace('\\', "\\\\").replace('"', "\\\""));
-                // As JSON text on both sides: 1 and 1.0, "1" and 1 stay apart.
                 params.push(Value::Text(path));
-                params.push(Value::Text(value.to_string()));
-                let (p, v) = (params.len() - 1, params.len());
-                clauses.push(format!(
-                    "(json_type(metadata, ?{p}) IS NOT NULL AND json_quote(json_extract(metadata, ?{p})) = ?{v})"
-                ));
+                let p = params.len();
+                // Typed: a bool is not 1, a number not its text; 1 and 1.0 are equal.
+                let clause = match value {
+                    serde_json::Value::Null => format!("json_type(metadata, ?{p}) = 'null'"),
+                    serde_json::Value::Bool(true) => format!("json_type(metadata, ?{p}) = 'true'"),
+                    serde_json::Value::Bool(false) => format!("json_type(metadata, ?{p}) = 'false'"),
+                    serde_json::Value::Number(n) => {
+                        params.push(match n.as_i64() {
+                            Some(i) => Value::Integer(i),
+                            None => Value::Real(n.as_f64().unwrap_or(f64::NAN)),
+                        });
+                        format!(
+                            "json_type(metadata, ?{p}) IN ('integer', 'real') AND json_extract(metadata, ?{p}) = ?{}",
+                            params.len()
+                        )
+                    }
+                    serde_json::Value::String(t) => {
+                        params.push(Value::Text(t));
+                        format!(
+                            "json_type(metadata, ?{p}) = 'text' AND json_extract(metadata, ?{p}) = ?{}",
+                            params.len()
+                        )
+                    }
+                    _ => return Err(Error::Internal("a nested metadata value reached the match".into())),
+                };
+                clauses.push(format!("({clause})"));
             }
         }
         if clauses.is_empty() {
             return Err(Error::invalid(
-                "forget needs at least one of ids, scope, session_id, key or metadata \
+                "forget needs at least one of ids, scope, session_id, key, source or metadata \
                  (clear_all(confirm=True) forgets everything)",
             ));
         }
@@ -116,7 +151,18 @@ impl Store {
             block_on(async {
                 let tx = conn.begin().await?;
                 let at = now_micros();
-                let sql = format!("SELECT id, scope, session_id, ts FROM entries WHERE {clause} ORDER BY id");
+                let sql = if what.cascade {
+                    // The chosen entries and everything derived from them.
+                    format!(
+                        "WITH RECURSIVE chosen(id, depth) AS (SELECT id, 0 FROM entries WHERE {clause} UNION \
+                         SELECT s.entry_id, c.depth + 1 FROM sources s JOIN chosen c ON s.source_id = c.id \
+                         WHERE c.depth < {}) \
+                         SELECT id, scope, session_id, ts FROM entries WHERE id IN (SELECT id FROM chosen) ORDER BY id",
+                        super::sources::MAX_DEPTH
+                    )
+                } else {
+                    format!("SELECT id, scope, session_id, ts FROM entries WHERE {clause} ORDER BY id")
+                };
                 let mut rows = tx.query(&sql, params.clone()).await?;
                 let mut chosen: Vec<(i64, Option<String>, Option<String>, i64)> = Vec::new();
                 while let Some(row) = rows.next().await? {

@@ -19,6 +19,7 @@ mod read;
 mod retention;
 mod rows;
 mod schema;
+mod sources;
 mod timeline;
 mod vectors;
 mod write;
@@ -40,6 +41,7 @@ pub use forget::{Forget, Forgotten};
 pub use read::ListFilter;
 pub use retention::Retention;
 pub use schema::SCHEMA_VERSION;
+pub use sources::Linked;
 pub use write::{EntryPatch, NewContent, Updated};
 
 /// An entry ready to be written: validated, scrubbed, counted.
@@ -67,6 +69,9 @@ pub struct PreparedEntry {
     pub valid_to: Option<Micros>,
     /// The entry this one corrects.
     pub supersedes: Option<i64>,
+    /// Where it came from (`sources.rs`).
+    pub sources: Vec<crate::entry::Source>,
+    pub cross_scope_sources: bool,
 }
 
 impl PreparedEntry {
@@ -75,10 +80,15 @@ impl PreparedEntry {
         self.valid_from.unwrap_or(self.timestamp)
     }
 
-    /// Whether writing it touches other entries' validity (so it is written on
-    /// its own, never in a group).
+    /// Whether writing it touches other entries' validity.
     pub fn in_timeline(&self) -> bool {
         self.key.is_some() || self.supersedes.is_some()
+    }
+
+    /// Whether it is written on its own, never in a group: it takes a place in
+    /// a timeline, or has sources to link.
+    pub fn alone(&self) -> bool {
+        self.in_timeline() || !self.sources.is_empty()
     }
 
     /// The `valid_from` stored: its start, for an entry with a key, an
@@ -363,6 +373,8 @@ mod tests {
             valid_from: None,
             valid_to: None,
             supersedes: None,
+            sources: Vec::new(),
+            cross_scope_sources: false,
         }
     }
 

@@ -99,7 +99,9 @@ pub const MIGRATIONS: &[&str] = &[
         WHERE key IS NOT NULL AND valid_to IS NULL;
     CREATE INDEX entries_superseded ON entries (superseded_by) WHERE superseded_by IS NOT NULL;
     ",
-    // 8: the audit log and forgetting (`store/forget.rs`): when each change
+    // 8: provenance (`store/sources.rs`: what each entry rests on, indexed both
+    // ways; a source's deletion leaves the links of what was derived from it),
+    // the audit log and forgetting (`store/forget.rs`): when each change
     // was made and in which scope (NULL for changes logged before), the forget
     // a deletion belongs to (the log keeps ids, never content), and each
     // forget's receipt.
@@ -107,6 +109,20 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE changes ADD COLUMN at INTEGER;
     ALTER TABLE changes ADD COLUMN scope TEXT;
     ALTER TABLE changes ADD COLUMN forget TEXT;
+    CREATE TABLE sources (
+        entry_id   INTEGER NOT NULL,
+        source_id  INTEGER,
+        ref        TEXT,
+        span_start INTEGER,
+        span_end   INTEGER,
+        CHECK ((source_id IS NULL) <> (ref IS NULL))
+    );
+    CREATE INDEX sources_entry ON sources (entry_id);
+    CREATE INDEX sources_source ON sources (source_id) WHERE source_id IS NOT NULL;
+    CREATE INDEX sources_ref ON sources (ref) WHERE ref IS NOT NULL;
+    CREATE TRIGGER entries_drop_sources AFTER DELETE ON entries BEGIN
+        DELETE FROM sources WHERE entry_id = OLD.id;
+    END;
     CREATE TABLE forgets (
         id        TEXT PRIMARY KEY,
         at        INTEGER NOT NULL,

@@ -266,6 +266,8 @@ pub(super) async fn join(
         valid_from: entry.validity.valid_from,
         valid_to: entry.validity.valid_to,
         supersedes: None,
+        sources: Vec::new(),
+        cross_scope_sources: false,
     };
     let place = place(tx, &version).await?;
     place.close_before(tx, &version).await?;

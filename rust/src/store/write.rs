@@ -100,11 +100,8 @@ impl Store {
                     // Grouped inserts read their ids back in ascending order, which
                     // ids given by the caller need not follow: those go one by one.
                     // So do entries that take a place in a timeline.
-                    let one_by_one = if entries.iter().any(|e| e.id.is_some() || e.in_timeline()) {
-                        entries.len()
-                    } else {
-                        0
-                    };
+                    let one_by_one =
+                        if entries.iter().any(|e| e.id.is_some() || e.alone()) { entries.len() } else { 0 };
                     let (singles, rest) = entries.split_at(one_by_one);
                     for e in singles {
                         out.push(insert_one(&tx, e, now).await?);
@@ -381,6 +378,7 @@ async fn insert_one(tx: &Tx<'_>, e: &PreparedEntry, now: Micros) -> Result<Writt
     if let Some(place) = &place {
         place.link(tx, id).await?;
     }
+    super::sources::link(tx, id, e).await?;
     if let Some(vector) = &e.embedding {
         super::vectors::put(tx, id, vector).await?;
     }

@@ -23,6 +23,10 @@ pub struct ForgetRecord {
     /// JSON text.
     #[pyo3(default)]
     metadata: Option<Text>,
+    #[pyo3(default)]
+    source: Option<super::item::SourceRecord>,
+    #[pyo3(default)]
+    cascade: bool,
 }
 
 impl From<ForgetRecord> for Forget {
@@ -33,6 +37,8 @@ impl From<ForgetRecord> for Forget {
             session_id: r.session_id.map(String::from),
             key: r.key.map(String::from),
             metadata: r.metadata.map(String::from),
+            source: r.source.map(|s| crate::entry::Source::from(s).of),
+            cascade: r.cascade,
         }
     }
 }

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use super::scope::ScopeFilter;
 use super::text::Text;
 use crate::engine::{ListFilter, Patch};
-use crate::entry::{Micros, NewEntry};
+use crate::entry::{Micros, NewEntry, Source, SourceRef};
 
 /// One entry for `save_detailed`: a dict with these keys (`_convert.SaveItem`).
 #[derive(FromPyObject)]
@@ -28,6 +28,30 @@ pub struct ItemRecord {
     valid_from: Option<Micros>,
     valid_to: Option<Micros>,
     supersedes: Option<i64>,
+    sources: Vec<SourceRecord>,
+    cross_scope_sources: bool,
+}
+
+/// One source (`_convert.SourceRecord`): an entry id or an external
+/// reference, with an optional `(start, end)` span.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct SourceRecord {
+    entry: Option<i64>,
+    #[pyo3(item("ref"))]
+    reference: Option<Text>,
+    span: Option<(i64, i64)>,
+}
+
+impl From<SourceRecord> for Source {
+    fn from(r: SourceRecord) -> Self {
+        let of = match (r.entry, r.reference) {
+            (Some(id), _) => SourceRef::Entry(id),
+            (None, Some(r)) => SourceRef::External(r.0),
+            (None, None) => SourceRef::External(String::new()),
+        };
+        Source { of, span: r.span }
+    }
 }
 
 impl ItemRecord {
@@ -49,6 +73,8 @@ impl ItemRecord {
             valid_from: self.valid_from,
             valid_to: self.valid_to,
             supersedes: self.supersedes,
+            sources: self.sources.into_iter().map(Source::from).collect(),
+            cross_scope_sources: self.cross_scope_sources,
         }
     }
 }

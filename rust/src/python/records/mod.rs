@@ -38,7 +38,7 @@ pub use config::ConfigRecord;
 pub use forget::{ForgetRecord, ReceiptRecord};
 pub use item::{ItemRecord, ListRecord, PatchRecord};
 pub use query::QueryRecord;
-pub use results::{ExplainRecord, LoggedRecord, TimingsRecord};
+pub use results::{ExplainRecord, LinkedRecord, LoggedRecord, TimingsRecord};
 pub use scope::ScopeFilter;
 pub use text::{strings, Text};
 

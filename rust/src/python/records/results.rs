@@ -5,8 +5,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::engine::Timings;
+use crate::entry::SourceRef;
 use crate::entry::{Explain, Micros};
-use crate::store::{ChangeOp, Logged};
+use crate::store::{ChangeOp, Linked, Logged};
 
 /// Where a query's time went, in microseconds (`_core._Timings` in the stub).
 #[derive(Debug, Clone, Copy, IntoPyObject)]
@@ -94,5 +95,26 @@ impl From<Logged> for LoggedRecord {
             (ChangeOp::Delete, Some(_)) => "forget",
         };
         Self { seq: l.seq, entry_id: l.entry_id, op, at: l.at, scope: l.scope, key: l.key, forget: l.forget }
+    }
+}
+
+/// One provenance link (`_core._Linked` in the stub), a dict.
+#[derive(Debug, Clone, IntoPyObject)]
+pub struct LinkedRecord {
+    entry_id: i64,
+    source_id: Option<i64>,
+    #[pyo3(item("ref"))]
+    reference: Option<String>,
+    span: Option<(i64, i64)>,
+    depth: usize,
+}
+
+impl From<Linked> for LinkedRecord {
+    fn from(l: Linked) -> Self {
+        let (source_id, reference) = match l.source {
+            SourceRef::Entry(id) => (Some(id), None),
+            SourceRef::External(r) => (None, Some(r)),
+        };
+        Self { entry_id: l.entry_id, source_id, reference, span: l.span, depth: l.depth }
     }
 }
