@@ -78,3 +78,17 @@ def test_forget_by_source_and_cascade(cf: ContextForgeSync) -> None:
     receipt = cf.forget(ids=[msg], cascade=True)
     assert receipt.ids == (msg, fact, summary)
     assert cf.get(other) is not None and cf.count("u") == 1
+
+
+def test_hits_carry_their_sources_on_request(cf: ContextForgeSync) -> None:
+    msg = cf.save("we ship on friday", "message", scope="u")
+    fact = cf.save("the release ships on friday", "fact", scope="u", sources=[msg, "jira:REL-7"])
+    hits = cf.query("ships friday", "u", 512, with_sources=True)
+    assert hits.sources is not None
+    assert {h.id for h in hits} == {msg, fact}
+    assert hits.sources[fact] == [
+        Link(fact, msg, None, None, 1),
+        Link(fact, None, "jira:REL-7", None, 1),
+    ]
+    assert hits.sources[msg] == []
+    assert cf.query("ships friday", "u", 512).sources is None

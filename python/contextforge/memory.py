@@ -415,6 +415,7 @@ class ContextForge:
         embedding: Vector | None = None,
         as_of: Timestamp | None = None,
         include_superseded: bool = False,
+        with_sources: bool = False,
     ) -> Hits:
         """Finds the entries most relevant to ``q`` and packs them into ``budget`` tokens.
 
@@ -465,6 +466,8 @@ class ContextForge:
                 every time.
             include_superseded: Every version, whatever its interval; each
                 hit's ``current`` says whether it holds at ``now``.
+            with_sources: Attach each hit's direct sources (``hits.sources``,
+                by hit id; see :meth:`sources` to follow them further).
 
         Filters are applied inside the index, never by trimming a global top-k, so
         every matching entry is a candidate. BM25 statistics are the whole store's:
@@ -487,9 +490,16 @@ class ContextForge:
             include_superseded=include_superseded,
         )
         record["explain"] = _convert.flag("explain", explain)
+        want_sources = _convert.flag("with_sources", with_sources)
         record["embedding"] = await self._query_vector(record["text"], embedding)
         hits, timings = await self._engine.query(record)
-        return Hits(hits, cast("dict[str, float] | None", timings))
+        sources = None
+        if want_sources:
+            sources = {
+                hit.id: [Link._from_record(r) for r in await self._engine.linked(hit.id, True, 1)]
+                for hit in hits
+            }
+        return Hits(hits, cast("dict[str, float] | None", timings), sources)
 
     async def context(
         self,
