@@ -485,7 +485,11 @@ async def test_distill_all_keeps_order_and_bounds_concurrency(server: ChatServer
     def echo(body: dict[str, Any]) -> Reply:
         text = body["messages"][1]["content"]
         return Reply(
-            body=answer(text.split("\n")[1], [{"kind": "fact", "text": text}]).body, delay=0.05
+            # The one message is numbered: "[0] chunk 3".
+            body=answer(
+                text.split("\n")[1].removeprefix("[0] "), [{"kind": "fact", "text": text}]
+            ).body,
+            delay=0.05,
         )
 
     server.default = echo
@@ -604,7 +608,7 @@ async def test_merge_with_model_makes_one_more_call(server: ChatServer) -> None:
     )
     assert single.summary == "First half."
     (req,) = server.requests  # one call for two parts, none for one
-    assert "First half.\nSecond half." in req.body["messages"][1]["content"]
+    assert "[0] First half.\n[1] Second half." in req.body["messages"][1]["content"]
     # Repeated summaries count once: nothing left to reduce, no call.
     same = [parts[0], Distillation(" First half. ", (), "x")]
     async with distiller(server) as d:

@@ -142,7 +142,7 @@ async def test_existing_keys_are_sent_to_the_model(mem: ContextForge, server: Ch
     schema = request.body["response_format"]["json_schema"]
     assert schema["strict"] is True
     item = schema["schema"]["properties"]["facts"]["items"]
-    assert item["required"] == ["kind", "text", "key"]
+    assert item["required"] == ["kind", "text", "key", "sources"]
     assert item["properties"]["key"] == {"type": ["string", "null"]}
 
 

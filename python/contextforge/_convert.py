@@ -155,9 +155,7 @@ def scope_filter(value: ScopeFilter) -> ScopeFilter:
     return value
 
 
-class SaveItem(TypedDict):
-    """One entry as ``save``/``save_many`` hand it to the engine."""
-
+class _SaveItem(TypedDict):
     content: str
     kind: str
     scope: str | None
@@ -168,10 +166,16 @@ class SaveItem(TypedDict):
     dedupe: bool
     id: int | None
     scrub: bool
-    key: str | None
-    valid_from: int | None
-    valid_to: int | None
-    supersedes: int | None
+
+
+class SaveItem(_SaveItem, total=False):
+    """One entry as ``save``/``save_many`` hand it to the engine; the keys of
+    this class are there only when given (a bulk save holds one dict per item)."""
+
+    key: str
+    valid_from: int
+    valid_to: int
+    supersedes: int
     sources: list[SourceRecord]
     cross_scope_sources: bool
 
@@ -235,7 +239,7 @@ def save_item(
     sources: object = None,
     cross_scope_sources: object = False,
 ) -> SaveItem:
-    return {
+    item: SaveItem = {
         "content": text("content", content),
         "kind": text("kind", kind),
         "scope": optional_text("scope", scope),
@@ -246,13 +250,22 @@ def save_item(
         "dedupe": flag("dedupe", dedupe),
         "id": None if id is None else entry_id(id),
         "scrub": flag("scrub", scrub),
-        "key": optional_text("key", key),
-        "valid_from": timestamp_us("valid_from", valid_from),
-        "valid_to": timestamp_us("valid_to", valid_to),
-        "supersedes": None if supersedes is None else entry_id(supersedes, "supersedes"),
-        "sources": _sources(sources),
-        "cross_scope_sources": flag("cross_scope_sources", cross_scope_sources),
     }
+    if key is not None:
+        item["key"] = text("key", key)
+    start = timestamp_us("valid_from", valid_from)
+    if start is not None:
+        item["valid_from"] = start
+    end = timestamp_us("valid_to", valid_to)
+    if end is not None:
+        item["valid_to"] = end
+    if supersedes is not None:
+        item["supersedes"] = entry_id(supersedes, "supersedes")
+    if sources is not None:
+        item["sources"] = _sources(sources)
+    if flag("cross_scope_sources", cross_scope_sources):
+        item["cross_scope_sources"] = True
+    return item
 
 
 def flag(name: str, value: object) -> bool:

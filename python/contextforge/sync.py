@@ -180,6 +180,7 @@ class ContextForgeSync:
     query = _blocking(ContextForge.query)
     context = _blocking(ContextForge.context)
     distill_and_save = _blocking(ContextForge.distill_and_save)
+    distill_session = _blocking(ContextForge.distill_session)
     get = _blocking(ContextForge.get)
     get_many = _blocking(ContextForge.get_many)
     update = _blocking(ContextForge.update)

@@ -12,7 +12,10 @@ The pieces the store's ``distill_and_save`` is built from, usable on their own:
   :func:`reduce_summary`, :func:`merge_with_model`: map a distiller over chunks
   and reduce the results (deduplicated facts; summaries joined, or reduced by one
   more model call);
-- :func:`coerce_transcript`: a transcript as ``(speaker, text)`` pairs;
+- :func:`coerce_transcript`: a transcript as ``(speaker, text)`` pairs, and
+  :func:`message_ids`: the messages' own ids (what their facts are linked to);
+- :func:`accepts_messages`: whether a distiller is given the chunk's messages
+  (``messages=``), whose indexes its facts' ``sources`` name;
 - :class:`DistillResult` and :class:`SavedItem`: what ``distill_and_save`` returns.
 
 Errors are :class:`DistillError` (a ``ContextForgeError``), with
@@ -36,6 +39,7 @@ from ._types import (
 from .merge import (
     DEFAULT_MAX_SUMMARY_CHARS,
     accepts_keys,
+    accepts_messages,
     distill_all,
     merge,
     merge_with_model,
@@ -45,7 +49,7 @@ from .merge import (
     truncate,
 )
 from .run import DistillResult, SavedItem
-from .transcript import Transcript, TranscriptMessage, coerce_transcript
+from .transcript import Transcript, TranscriptMessage, coerce_transcript, message_ids
 
 if TYPE_CHECKING:
     from .client import OpenAIChatDistiller, ResponseMode
@@ -83,11 +87,13 @@ __all__ = [
     "Transcript",
     "TranscriptMessage",
     "accepts_keys",
+    "accepts_messages",
     "coerce_transcript",
     "distill_all",
     "merge",
     "merge_with_model",
     "merge_with_sources",
+    "message_ids",
     "normalize_fact",
     "reduce_summary",
     "truncate",

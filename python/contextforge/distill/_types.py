@@ -81,11 +81,18 @@ class Fact:
     """One durable fact: its kind, a self-contained sentence, and optionally a
     ``key``: the slot it fills in its scope (``"user.city"``), for a fact that
     may change later. A fact saved under a key supersedes the key's current
-    version (see docs/keyed-facts.md)."""
+    version (see docs/keyed-facts.md).
+
+    ``sources`` are the messages the fact rests on: 0-based indexes into the
+    messages of the chunk the distiller was given (its ``messages=``, or the
+    lines of its text), in ascending order without repeats.
+    ``distill_and_save`` maps them to the whole transcript and links the saved
+    fact to those messages (their ids)."""
 
     kind: FactKind
     text: str
     key: str | None = None
+    sources: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str):
@@ -103,6 +110,18 @@ class Fact:
             if problem is not None:
                 error = InvalidTypeError if not isinstance(self.key, str) else InvalidInputError
                 raise error(problem)
+        given: object = self.sources
+        if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+            raise InvalidTypeError(
+                f"sources must be a sequence of message indexes, not {type(given).__name__}"
+            )
+        indexes = tuple(given)
+        for i, index in enumerate(indexes):
+            if isinstance(index, bool) or not isinstance(index, int):
+                raise InvalidTypeError(f"sources[{i}] must be an int, not {type(index).__name__}")
+            if index < 0:
+                raise InvalidInputError(f"sources[{i}] must be a message index >= 0, got {index}")
+        object.__setattr__(self, "sources", tuple(sorted(set(indexes))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +155,13 @@ class Distiller(Protocol):
     so does :class:`~contextforge.distill.OpenAIChatDistiller`. The text it gets
     is already scrubbed of secrets. It should raise :class:`DistillError` (or a
     subclass) when it cannot distil.
+
+    A distiller whose signature also takes a ``messages`` keyword (with a
+    default, ``messages: Sequence[str] = ()``) is given the chunk's messages,
+    one string per message (``"speaker: text"``), in order;
+    the indexes in its facts' ``sources`` point into that list. Any other
+    distiller's ``sources`` are read as indexes of its text's messages all the same
+    (one per line, when no message spans lines).
     """
 
     async def __call__(self, text: str, /) -> Distillation: ...

@@ -12,7 +12,7 @@ import asyncio
 import dataclasses
 import inspect
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import cast
 
 from ..errors import InvalidInputError, InvalidTypeError
@@ -21,6 +21,7 @@ from ._types import Distillation, Distiller, Fact, KeyedDistiller
 __all__ = [
     "DEFAULT_MAX_SUMMARY_CHARS",
     "accepts_keys",
+    "accepts_messages",
     "distill_all",
     "merge",
     "merge_with_model",
@@ -74,7 +75,9 @@ def merge(
     Facts keep their first occurrence in chunk order; a later duplicate (same
     :func:`normalize_fact` key) is dropped, except that it lends its kind when the
     first one was only a plain ``"fact"``, and its ``key`` when the first one had
-    none. Facts with the same key and different texts are all kept, in order
+    none; its ``sources`` join the first one's (so give every distillation's
+    sources in one numbering, such as the whole transcript's messages, as
+    ``distill_and_save`` does). Facts with the same key and different texts are all kept, in order
     (saved in that order, the last one becomes the key's current version).
     ``max_facts`` (if given) keeps the first so many. The summary joins the chunk
     summaries, one per line, skipping empty and repeated ones, cut to
@@ -120,6 +123,8 @@ def merge_with_sources(
                     first = dataclasses.replace(first, kind=fact.kind)
                 if first.key is None and fact.key is not None:
                     first = dataclasses.replace(first, key=fact.key)
+                if not set(fact.sources) <= set(first.sources):
+                    first = dataclasses.replace(first, sources=first.sources + fact.sources)
                 facts[at] = first
     if cap is not None:
         facts, sources = facts[:cap], sources[:cap]
@@ -195,6 +200,16 @@ def accepts_keys(distiller: object) -> bool:
     signature names a ``keys`` parameter that is keyword-only, or positional or
     keyword but not the first (which takes the text). A ``**kwargs`` catch-all
     does not count, nor does a callable whose signature cannot be read."""
+    return _accepts(distiller, "keys")
+
+
+def accepts_messages(distiller: object) -> bool:
+    """Whether ``distiller`` can be called as ``distiller(text, messages=...)``
+    (the chunk's messages, one string each), by the rule of :func:`accepts_keys`."""
+    return _accepts(distiller, "messages")
+
+
+def _accepts(distiller: object, name: str) -> bool:
     if not callable(distiller):
         return False
     try:
@@ -202,7 +217,7 @@ def accepts_keys(distiller: object) -> bool:
     except (TypeError, ValueError):
         return False
     for index, param in enumerate(params):
-        if param.name != "keys":
+        if param.name != name:
             continue
         if param.kind is inspect.Parameter.KEYWORD_ONLY:
             return True
@@ -216,6 +231,7 @@ async def distill_all(
     *,
     concurrency: int = 4,
     keys: Sequence[str] = (),
+    messages: Sequence[Sequence[str]] | None = None,
 ) -> list[Distillation]:
     """Runs ``distiller`` on every text, at most ``concurrency`` at a time, and
     returns the results in the order of ``texts``.
@@ -224,6 +240,9 @@ async def distill_all(
     ``distiller(text, keys=keys)`` when the distiller takes them (see
     :func:`accepts_keys` and :class:`KeyedDistiller`); a distiller that does
     not, such as a plain ``async def f(text)``, is called with the text alone.
+    Likewise ``messages`` (one sequence of message strings per text) is passed
+    on as ``messages=`` to a distiller that takes it (see
+    :func:`accepts_messages`).
 
     The first failure cancels the calls still running or waiting and is raised;
     cancelling this coroutine cancels them all.
@@ -238,22 +257,40 @@ async def distill_all(
     for i, key in enumerate(existing):
         if not isinstance(key, str):
             raise InvalidTypeError(f"keys[{i}] must be a str, not {type(key).__name__}")
-    keyed = cast(KeyedDistiller, distiller) if accepts_keys(distiller) else None
+    shown: list[list[str]] | None = None
+    if messages is not None and accepts_messages(distiller):
+        if isinstance(messages, str) or not isinstance(messages, Sequence):
+            raise InvalidTypeError("messages must be a sequence of message lists, one per text")
+        if len(messages) != len(texts):
+            raise InvalidInputError(
+                f"messages has {len(messages)} lists for {len(texts)} texts; give one per text"
+            )
+        shown = []
+        for i, group in enumerate(messages):
+            if isinstance(group, str) or not isinstance(group, Sequence):
+                raise InvalidTypeError(f"messages[{i}] must be a sequence of str")
+            if not all(isinstance(m, str) for m in group):
+                raise InvalidTypeError(f"messages[{i}] must hold only str")
+            shown.append(list(group))
+    keyed = accepts_keys(distiller)
     gate = asyncio.Semaphore(limit)
+    call = cast(Callable[..., Awaitable[object]], distiller)
 
-    async def one(text: str) -> Distillation:
+    async def one(index: int, text: str) -> Distillation:
+        extra: dict[str, object] = {}
+        if keyed:
+            extra["keys"] = existing
+        if shown is not None:
+            extra["messages"] = shown[index]
         async with gate:
-            if keyed is not None:
-                result = await keyed(text, keys=existing)
-            else:
-                result = await distiller(text)
+            result = await call(text, **extra)
         if not isinstance(result, Distillation):
             raise InvalidTypeError(
                 f"the distiller returned {type(result).__name__}, not a Distillation"
             )
         return result
 
-    tasks = [asyncio.ensure_future(one(text)) for text in texts]
+    tasks = [asyncio.ensure_future(one(i, text)) for i, text in enumerate(texts)]
     try:
         return list(await asyncio.gather(*tasks))
     finally:

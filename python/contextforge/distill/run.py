@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-from collections.abc import Awaitable, Callable, Sequence
+import unicodedata
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -13,7 +14,7 @@ from .. import _convert
 from ..errors import InvalidInputError
 from ._types import Distillation, Distiller, Fact
 from .merge import accepts_keys, distill_all, merge_with_sources, normalize_fact, reduce_summary
-from .transcript import Transcript, coerce_transcript
+from .transcript import Transcript, coerce_transcript, message_ids
 
 if TYPE_CHECKING:
     from .._core import Engine, Hit
@@ -24,6 +25,16 @@ EXTRACTIVE_MODEL = "contextforge-extractive"
 DEFAULT_CHUNK_TOKENS = 2048
 #: How many of the scope's existing keys a distiller that takes them is shown.
 MAX_KEYS_SHOWN = 200
+#: The most messages a summary is linked to (the first ones of the transcript).
+MAX_SUMMARY_SOURCES = 200
+#: The longest external reference the store takes, in UTF-8 bytes.
+MAX_REF_BYTES = 2048
+#: What Rust's ``str::trim`` trims (Unicode White_Space): Python's ``strip()``
+#: also trims U+001C..U+001F, which the chunker keeps.
+_RUST_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 
 
 @dataclass(frozen=True)
@@ -33,7 +44,9 @@ class SavedItem:
     the ``key`` it was saved under (``None`` without one; the summary never has
     one), and ``superseded``: the id of the entry this fact superseded, when it
     replaced the current version of its key or corrected an earlier fact
-    (``None`` otherwise, and for skipped items)."""
+    (``None`` otherwise, and for skipped items), and ``sources``: what it was
+    linked to as its provenance (message entry ids, or the messages' own ids as
+    external references; empty for skipped items, which link nothing)."""
 
     id: int
     kind: str
@@ -41,6 +54,7 @@ class SavedItem:
     fact_kind: str | None
     key: str | None = None
     superseded: int | None = None
+    sources: tuple[int | str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,7 +91,13 @@ async def distill_into(
     max_chunk_tokens: int | None,
     summary: Literal["structural", "model"],
     embed: Callable[[list[str]], Awaitable[Any]] | None = None,
+    links: Sequence[int | str | None] | None = None,
 ) -> DistillResult:
+    """Distils ``transcript`` and saves the summary and facts (see
+    ``ContextForge.distill_and_save``). ``links`` gives, per message, what a
+    fact resting on it is linked to: an entry id, an external reference, or
+    ``None``; by default each message mapping's own ``"id"`` (see
+    :func:`message_ids`)."""
     scope = _convert.label("scope", scope)
     session = _convert.optional_text("session_id", session_id)
     budget = _convert.positive_int("max_chunk_tokens", max_chunk_tokens or DEFAULT_CHUNK_TOKENS)
@@ -85,18 +105,29 @@ async def distill_into(
     pairs = coerce_transcript(transcript)
     if not pairs:
         raise InvalidInputError("the transcript is empty")
+    given = message_ids(transcript) if links is None else list(links)
+    if len(given) != len(pairs):
+        raise InvalidInputError(f"links has {len(given)} items for {len(pairs)} messages")
 
     # Secrets are redacted here, in Rust, before any model sees the text.
     clean, chunks = await engine.distill_chunks(pairs, budget)
+    refs = await _usable_links(engine, given)
     if distiller is None:
         result, sources = await _extract(engine, clean, chunks)
         plans = await _link_corrections(engine, scope, result.facts, sources)
     else:
         texts = [text for _, text, _, _ in chunks]
         keys = await engine.keys(scope, MAX_KEYS_SHOWN) if accepts_keys(distiller) else []
+        split = [_chunk_messages(clean, chunk) for chunk in chunks]
         parts = await distill_all(
-            distiller, texts, concurrency=getattr(distiller, "concurrency", 4), keys=keys
+            distiller,
+            texts,
+            concurrency=getattr(distiller, "concurrency", 4),
+            keys=keys,
+            messages=[shown for shown, _ in split],
         )
+        # Each chunk's message numbers, as the whole transcript's, before merging.
+        parts = [_in_transcript(part, owners) for part, (_, owners) in zip(parts, split)]
         result, sources = merge_with_sources(parts)
         if how == "model" and len(parts) > 1:
             text, model = await reduce_summary(parts, distiller)
@@ -108,6 +139,7 @@ async def distill_into(
     items: list[dict[str, Any]] = []
     meta_base = {"source_session": session, "model": result.model}
     if result.summary.strip():
+        every = dict.fromkeys(m for messages, _, _, _ in chunks for m in messages)
         items.append(
             {
                 "content": result.summary,
@@ -115,6 +147,7 @@ async def distill_into(
                 "scope": scope,
                 "session_id": session,
                 "metadata": {**meta_base, "chunks": len(chunks)},
+                "sources": _links(refs, every)[:MAX_SUMMARY_SOURCES],
             }
         )
     unchanged: list[SavedItem] = []
@@ -132,6 +165,7 @@ async def distill_into(
                 "metadata": {**meta_base, "chunk": plan.chunk, "fact_kind": fact.kind},
                 "key": fact.key,
                 "supersedes": plan.supersedes,
+                "sources": _links(refs, fact.sources),
             }
         )
     if not items:
@@ -151,6 +185,7 @@ async def distill_into(
             item["metadata"].get("fact_kind"),
             item.get("key"),
             old if created else None,
+            tuple(item["sources"]) if created else (),
         )
         (saved if created else skipped).append(record)
     return DistillResult(tuple(saved), (*skipped, *unchanged), result.model, len(chunks))
@@ -168,9 +203,80 @@ async def _extract(
     for index, (messages, _, _, _) in enumerate(chunks):
         for message in messages:
             chunk_of.setdefault(message, index)
-    kept = tuple(Fact(kind, text) for kind, text, _, _ in facts)  # type: ignore[arg-type]
+    kept = tuple(
+        Fact(kind, text, sources=(message,) if 0 <= message < len(clean) else ())  # type: ignore[arg-type]
+        for kind, text, _, message in facts
+    )
     sources = tuple(chunk_of.get(message, 0) for _, _, _, message in facts)
     return Distillation(summary=summary, facts=kept, model=EXTRACTIVE_MODEL), sources
+
+
+def _chunk_messages(
+    clean: Sequence[tuple[str | None, str]],
+    chunk: tuple[list[int], str, int, tuple[int, int] | None],
+) -> tuple[list[str], list[tuple[int, ...]]]:
+    """A chunk's messages as a distiller is shown them (one string each, its
+    lines of the chunk's text), and for each the transcript's messages it is.
+
+    The chunker writes one ``speaker: text`` line per message, the text trimmed,
+    joined with ``\\n``: each message takes one line more than its trimmed
+    text has line breaks. A part of a long message is one message. Should the
+    lines not add up, the whole chunk is one message standing for all of them."""
+    indexes, text, _, part = chunk
+    if part is not None or len(indexes) <= 1:
+        return [text], [tuple(indexes)]
+    lines = text.split("\n")
+    shown: list[str] = []
+    at = 0
+    for m in indexes:
+        n = clean[m][1].strip(_RUST_SPACE).count("\n") + 1
+        shown.append("\n".join(lines[at : at + n]))
+        at += n
+    if at != len(lines):
+        return [text], [tuple(indexes)]
+    return shown, [(m,) for m in indexes]
+
+
+def _in_transcript(part: Distillation, owners: Sequence[tuple[int, ...]]) -> Distillation:
+    """``part`` with its facts' sources (indexes of its chunk's messages) made
+    indexes of the transcript's; an index past the chunk's messages is dropped."""
+    facts = tuple(
+        dataclasses.replace(
+            fact,
+            sources=tuple(m for i in fact.sources if i < len(owners) for m in owners[i]),
+        )
+        for fact in part.facts
+    )
+    return dataclasses.replace(part, facts=facts)
+
+
+async def _usable_links(
+    engine: Engine, given: Sequence[int | str | None]
+) -> list[int | str | None]:
+    """``given`` with every reference the store would refuse made ``None``
+    (blank, longer than 2048 bytes, holding a control character, or taken for
+    a secret by the scrubber): the message is then not linked."""
+    out: list[int | str | None] = []
+    for value in given:
+        if isinstance(value, str) and (
+            not value.strip()
+            or len(value.encode("utf-8", "surrogatepass")) > MAX_REF_BYTES
+            or any(unicodedata.category(c) in ("Cc", "Cs") for c in value)
+        ):
+            value = None
+        out.append(value)
+    refs = list(dict.fromkeys(v for v in out if isinstance(v, str)))
+    if refs:
+        scrubbed = await engine.scrub(refs)
+        bad = {ref for ref, clean in zip(refs, scrubbed) if clean != ref}
+        out = [None if v in bad else v for v in out]
+    return out
+
+
+def _links(refs: Sequence[int | str | None], messages: Iterable[int]) -> list[int | str]:
+    """What the messages are linked through, each once, in message order."""
+    found = (refs[m] for m in sorted(set(messages)) if 0 <= m < len(refs))
+    return list(dict.fromkeys(link for link in found if link is not None))
 
 
 async def _drop_secret_keys(engine: Engine, plans: list[_Plan]) -> list[_Plan]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["Transcript", "TranscriptMessage", "coerce_transcript"]
+__all__ = ["Transcript", "TranscriptMessage", "coerce_transcript", "message_ids"]
 
 #: One message: ``{"role": ..., "content": ...}`` (OpenAI style; ``content`` may be
 #: a list of parts, of which the text parts are kept), ``{"speaker": ..., "text":
@@ -118,3 +118,21 @@ def coerce_transcript(transcript: Transcript) -> list[tuple[str | None, str]]:
                     f"message {i}: text must be valid Unicode (it holds a lone surrogate)"
                 ) from None
     return pairs
+
+
+def message_ids(transcript: Transcript) -> list[str | None]:
+    """Each message's own id, as an external reference for provenance: the
+    ``"id"`` of a message mapping (a ``str`` as given, an ``int`` as its
+    decimal string), ``None`` for a message without one (a pair, a bare string,
+    a mapping with no ``"id"`` or another type of id, a blank one) and for
+    every line of a text transcript. One per message of :func:`coerce_transcript`;
+    call it on a transcript that function accepts."""
+    if isinstance(transcript, str) or not isinstance(transcript, Sequence):
+        return [None] * len(coerce_transcript(transcript))
+    ids: list[str | None] = []
+    for message in transcript:
+        value = message.get("id") if isinstance(message, Mapping) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        ids.append(value if isinstance(value, str) and value.strip() else None)
+    return ids

@@ -24,11 +24,18 @@ pub struct ItemRecord {
     dedupe: bool,
     id: Option<i64>,
     scrub: bool,
+    // Left out of the dict when not given: a bulk save holds one dict per item.
+    #[pyo3(default)]
     key: Option<Text>,
+    #[pyo3(default)]
     valid_from: Option<Micros>,
+    #[pyo3(default)]
     valid_to: Option<Micros>,
+    #[pyo3(default)]
     supersedes: Option<i64>,
+    #[pyo3(default)]
     sources: Vec<SourceRecord>,
+    #[pyo3(default)]
     cross_scope_sources: bool,
 }
 
