@@ -20,9 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from workload import generate
-
 from contextforge import Config, ContextForge
+from workload import generate
 
 
 def folder_bytes(path: Path) -> int:
@@ -51,7 +50,9 @@ async def forget_some(path: str, ids: list[int]) -> tuple[float, int, int]:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--counts", default="1,1000,10000")
     args = parser.parse_args()
@@ -64,7 +65,9 @@ async def main() -> None:
         print(f"built a store of {len(ids):,} entries in {time.perf_counter() - started:.1f} s")
         rng = random.Random(7)
         alive = list(ids)
-        print("| entries forgotten | forget | index segments rewritten | index size before | after |")
+        print(
+            "| entries forgotten | forget | index segments rewritten | index size before | after |"
+        )
         print("|---:|---:|---:|---:|---:|")
         for count in counts:
             chosen = rng.sample(alive, min(count, len(alive)))

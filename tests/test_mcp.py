@@ -35,6 +35,7 @@ TOOLS = {
     "list_scopes",
     "distill_transcript",
     "memory_history",
+    "memory_sources",
 }
 
 STATS = AnyUrl("memory://stats")

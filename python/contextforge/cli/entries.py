@@ -13,6 +13,7 @@ import click
 from .._core import Hit
 from ..hits import Hits
 from ..scope import ALL_SCOPES, Scope
+from .audit import source_option
 from .errors import EXIT_NOT_FOUND, NotFoundError
 from .lines import read_text
 from .options import common, common_options, json_object
@@ -75,6 +76,7 @@ __all__ = ["delete", "get", "history", "query", "save"]
     metavar="ID",
     help="The id of the entry without a key, in the same scope, that this one corrects.",
 )
+@source_option
 @common_options()
 def save(
     content: str,
@@ -88,6 +90,7 @@ def save(
     valid_from: datetime | None,
     valid_to: datetime | None,
     supersedes: int | None,
+    sources: list[int | str | tuple[int | str, int, int]],
 ) -> None:
     """Save CONTENT ('-' reads it from stdin, at most 16 Mi characters) and print its id.
 
@@ -104,6 +107,10 @@ def save(
     kept, so queries answer with the new one and 'history KEY' lists both. The
     same content as that version adds none (its id is printed). --supersedes ID
     does the same for an entry saved without a key. See docs/keyed-facts.md.
+
+    --source records where it came from: an entry id of the same scope, or a
+    reference (a URL, a message id); SOURCE@START:END cites a character span of
+    it. 'contextforge sources ID' reads them back.
     """
     if content == "-":
         content = read_text(sys.stdin, "stdin")
@@ -121,6 +128,7 @@ def save(
             valid_from=valid_from,
             valid_to=valid_to,
             supersedes=supersedes,
+            sources=sources or None,
         )
     if opts.as_json:
         echo_json({"id": int(saved), "created": saved.created})

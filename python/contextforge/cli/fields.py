@@ -15,6 +15,7 @@ __all__ = [
     "Parsed",
     "Record",
     "RecordError",
+    "Source",
     "json_type",
     "metadata",
     "optional_text",
@@ -84,18 +85,30 @@ class Defaults:
 
 
 @dataclass(frozen=True)
+class Source:
+    """One direct source of an entry in a file: ``entry`` (an id of the file,
+    or of the store) or ``ref`` (an external reference), with an optional span."""
+
+    entry: int | None
+    ref: str | None
+    span: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
 class Record:
     """One entry to save: ``item`` holds ``save_many``'s keywords. ``timed`` says
     whether the file gave its time (otherwise the import assigns one); ``id`` is
     the id an exported entry had, and ``superseded_by`` the id of the entry
     that superseded it (the import links a correction without a key to the
-    entry it corrects from it; the versions of a key link themselves)."""
+    entry it corrects from it; the versions of a key link themselves);
+    ``sources`` its direct sources, restored once saved (see :mod:`.importer`)."""
 
     line: int
     item: dict[str, Any]
     timed: bool
     id: int | None = None
     superseded_by: int | None = None
+    sources: tuple[Source, ...] = ()
 
 
 @dataclass

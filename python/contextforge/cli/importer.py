@@ -34,18 +34,27 @@ whose other end is not in the file (left out of the export, or expired) cannot
 be restored; both entries keep their intervals. A file naming a link that no
 store could have made (a correction with a key, in another scope, with a lower
 id, or starting before the entry it corrects) is refused.
+
+**Sources.** An entry's ``sources`` (as ``export`` writes them) are saved with
+it: references as they are, source entries of the file as the ids they were
+saved at (an entry is never in a batch with its source entries when ids are
+renumbered). A source entry not in the file (left out of the export, or
+deleted before it) is kept with kept ids when the store holds an entry at
+that id; otherwise the link is dropped and counted in
+:attr:`Summary.sources_dropped`. Records already present keep the sources they
+have.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
 from ..sync import ContextForgeSync
-from .fields import Record, RecordError
+from .fields import Record, RecordError, Source
 from .present import MICROSECOND, Present, located, stored_keys
 from .progress import Progress
 
@@ -71,6 +80,8 @@ class Summary:
             that would renumber).
         id_map: ``(old, new)`` for every record with an id, by old id (empty for
             a dry run).
+        sources_dropped: Source links to entries that could not be restored
+            (the source is neither in the file nor, with kept ids, in the store).
     """
 
     added: int
@@ -80,6 +91,7 @@ class Summary:
     ids: IdMode | None = None
     remapped: int | None = 0
     id_map: tuple[tuple[int, int], ...] = ()
+    sources_dropped: int = 0
 
 
 def import_records(
@@ -121,14 +133,22 @@ def import_records(
             remapped=None if mode == "renumbered" else 0,
         )
     added = duplicates = 0
+    cited = _Cited(store, ordered, keep)
     bar = Progress("importing", len(pending), enabled=progress)
     try:
         for batch in _linked_batches(pending, batch_size, links, split=not keep):
             here = {r.id for r in batch if r.id is not None}
-            items = [
-                _item(r, dedupe, keep=keep, supersedes=_corrected(store, r, links, mapping, here))
-                for r in batch
-            ]
+            items = []
+            before: set[int] = set()
+            for r in batch:
+                item = _item(
+                    r, dedupe, keep=keep, supersedes=_corrected(store, r, links, mapping, here)
+                )
+                if r.sources:
+                    item.update(cited.resolve(r, mapping, before))
+                items.append(item)
+                if r.id is not None:
+                    before.add(r.id)
             try:
                 saved = store.save_many(items)
             except InvalidInputError as err:
@@ -150,7 +170,58 @@ def import_records(
         ids=mode,
         remapped=sum(old != new for old, new in id_map),
         id_map=id_map,
+        sources_dropped=cited.dropped,
     )
+
+
+class _Cited:
+    """Restores records' sources. A source entry of the file is the entry it was
+    saved as (or, with kept ids, the one saved just before in the same
+    transaction); one not in the file is kept, with kept ids, when the store
+    holds an entry at that id, and dropped (and counted) otherwise. A source
+    entry of another scope is allowed (``cross_scope_sources``): the export
+    had the link."""
+
+    def __init__(self, store: ContextForgeSync, records: Sequence[Record], keep: bool) -> None:
+        self._store = store
+        self._scopes = {r.id: r.item["scope"] for r in records if r.id is not None}
+        self._keep = keep
+        self.dropped = 0
+
+    def resolve(
+        self, record: Record, mapping: Mapping[int, int], before: set[int]
+    ) -> dict[str, Any]:
+        scope = record.item["scope"]
+        found: list[int | str | tuple[int | str, int, int]] = []
+        cross = False
+        for source in record.sources:
+            what = self._entry(source, mapping, before) if source.entry is not None else source.ref
+            if what is None:
+                self.dropped += 1
+                continue
+            if isinstance(what, int):
+                cross = cross or self._scope_of(source, what) != scope
+            found.append(what if source.span is None else (what, *source.span))
+        return {"sources": found, **({"cross_scope_sources": True} if cross else {})}
+
+    def _entry(self, source: Source, mapping: Mapping[int, int], before: set[int]) -> int | None:
+        old = source.entry
+        assert old is not None
+        if old in mapping:
+            return mapping[old]
+        if self._keep and old in before:
+            return old
+        if self._keep and old not in self._scopes:
+            hit = self._store.get(old, include_superseded=True)
+            return old if hit is not None else None
+        return None
+
+    def _scope_of(self, source: Source, entry: int) -> str | None:
+        if source.entry in self._scopes:
+            scope: str | None = self._scopes[source.entry]
+            return scope
+        hit = self._store.get(entry, include_superseded=True)
+        return hit.scope if hit is not None else None
 
 
 def _item(
@@ -239,12 +310,16 @@ def _linked_batches(
     records: Sequence[Record], size: int, links: Mapping[int, Record], *, split: bool
 ) -> Iterator[Sequence[Record]]:
     """Batches of at most ``size``; with ``split``, a correction never shares a
-    batch with the entry it corrects, whose new id is known only once saved."""
+    batch with the entry it corrects, nor an entry with its source entries,
+    whose new ids are known only once saved."""
     batch: list[Record] = []
     inside: set[int] = set()
     for r in records:
         old = links.get(r.id) if r.id is not None else None
-        if batch and (len(batch) >= size or (split and old is not None and old.id in inside)):
+        needs = {s.entry for s in r.sources if s.entry is not None}
+        if old is not None and old.id is not None:
+            needs.add(old.id)
+        if batch and (len(batch) >= size or (split and not needs.isdisjoint(inside))):
             yield batch
             batch, inside = [], set()
         batch.append(r)
@@ -284,6 +359,6 @@ def _assign_times(records: Sequence[Record]) -> list[Record]:
     return [
         r
         if r.item["timestamp"] is not None
-        else Record(r.line, {**r.item, "timestamp": start + i * MICROSECOND}, False, r.id)
+        else replace(r, item={**r.item, "timestamp": start + i * MICROSECOND}, timed=False)
         for i, r in enumerate(records)
     ]

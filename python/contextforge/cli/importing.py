@@ -102,7 +102,8 @@ def import_(
     more than any context window holds; a stream without newlines stops there):
       entry         {"content", "kind", "scope", "session_id", "metadata",
                      "timestamp", "expires_at", "id", "key", "valid_from",
-                     "valid_to", "superseded_by"}       (as export writes it)
+                     "valid_to", "superseded_by", "sources"}
+                                                        (as export writes it)
       message       {"role", "content", "timestamp"?}  -> an entry of kind "message"
       conversation  {"messages": [...], "id"?}         -> an entry per message
     A file starting with '[' is one JSON array of messages (at most 16 MiB).
@@ -127,6 +128,11 @@ def import_(
     Keys and validity intervals are restored as given, and the versions of a
     key link themselves again; an entry without a key that another corrected
     (its superseded_by) is linked to it again when both are in the file.
+
+    Sources are restored (references and spans as given; source entries as the
+    ids they got). A source entry not in the file is kept only when ids are kept
+    and the store holds an entry at its id; otherwise the link is dropped and
+    the summary counts it.
 
     The whole file is validated before anything is saved: a bad line is reported
     with its number and the store is left unchanged. Records the store already
@@ -201,6 +207,7 @@ def _report(
                 "system_messages_skipped": parsed.system_skipped,
                 "ids": summary.ids,
                 "remapped": summary.remapped,
+                "sources_dropped": summary.sources_dropped,
                 "id_map": id_map,
                 "dry_run": dry_run,
             }
@@ -222,6 +229,10 @@ def _report(
     elif summary.ids == "renumbered":
         changed = f"{count(summary.remapped or 0, 'id')} renumbered"
         parts.append(changed + (f", listed in {printable(id_map)}" if id_map else ""))
+    if summary.sources_dropped:
+        parts.append(
+            f"{count(summary.sources_dropped, 'source link')} to entries not in the file dropped"
+        )
     verb = "would import" if dry_run else "imported"
     click.echo(
         f"{verb} {summary.added} of {count(len(parsed.records), 'record')} from "

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import click
 
 from .. import __version__
+from .audit import changes, derived, sources
 from .distill import distill
 from .entries import delete, get, history, query, save
 from .errors import CliError
@@ -58,6 +59,9 @@ for command in (
     delete,
     forget,
     history,
+    changes,
+    sources,
+    derived,
     scopes,
     stats,
     import_,

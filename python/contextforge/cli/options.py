@@ -31,9 +31,9 @@ class Common:
     as_json: bool = False
     scrub_pii: bool | None = None  # None: as the store recorded it (--scrub-pii: True)
 
-    def store(self) -> AbstractContextManager[ContextForgeSync]:
+    def store(self, *, read_only: bool = False) -> AbstractContextManager[ContextForgeSync]:
         path, is_default = resolve_db(self.db)
-        return open_store(path, is_default, scrub_pii=self.scrub_pii)
+        return open_store(path, is_default, scrub_pii=self.scrub_pii, read_only=read_only)
 
 
 def _set_db(ctx: click.Context, param: click.Parameter, value: str | None) -> None:

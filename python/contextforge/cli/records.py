@@ -6,7 +6,7 @@ does, and holds at most :data:`.lines.MAX_LINE_BYTES`). A JSONL line is one of:
 
 - an **entry**: ``{"content", "kind", "scope", "session_id", "metadata", "timestamp",
   "expires_at", "id", "key", "valid_from", "valid_to", "superseded_by"}`` as
-  ``export`` writes it (``tokens``, ``score``, ``risks`` and ``current`` are
+  ``export`` writes it, and ``"sources"`` (see :func:`_sources`) (``tokens``, ``score``, ``risks`` and ``current`` are
   accepted and ignored, any other field is an error). ``id`` is the id the
   entry had: a positive integer, each at most once in a file; ``superseded_by``
   the id of the entry that superseded it (see :mod:`.importer`). An entry with a
@@ -35,6 +35,7 @@ from .fields import (
     Parsed,
     Record,
     RecordError,
+    Source,
     json_type,
     metadata,
     optional_text,
@@ -60,6 +61,7 @@ _ENTRY_FIELDS = frozenset(
         "valid_from",
         "valid_to",
         "superseded_by",
+        "sources",
     }
 )
 _IGNORED_FIELDS = frozenset({"tokens", "score", "risks", "current"})
@@ -210,7 +212,40 @@ def _entry(line: int, value: dict[str, Any], defaults: Defaults) -> Record:
         timestamp is not None,
         _id(line, value.get("id")),
         _id(line, value.get("superseded_by"), "superseded_by"),
+        _sources(line, value.get("sources")),
     )
+
+
+def _sources(line: int, value: object) -> tuple[Source, ...]:
+    """``sources``: a list of ``{"entry": ID}`` or ``{"ref": REFERENCE}``, each
+    with an optional ``"span": [START, END]`` (as ``export`` writes them)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise RecordError(line, f"'sources' must be a list, got {json_type(value)}")
+    found = []
+    for i, item in enumerate(value):
+        where = f"sources[{i}]: "
+        if not isinstance(item, dict):
+            raise RecordError(line, f"{where}expected an object, got {json_type(item)}")
+        unknown = sorted(set(item) - {"entry", "ref", "span"})
+        if unknown:
+            raise RecordError(
+                line, f"{where}unknown field {unknown[0]!r} (a source has entry, ref, span)"
+            )
+        entry = _id(line, item.get("entry"), f"sources[{i}].entry")
+        ref = optional_text(line, item, "ref", where)
+        if (entry is None) == (ref is None):
+            raise RecordError(line, f"{where}give one of 'entry' (an id) or 'ref' (a reference)")
+        span = item.get("span")
+        if span is not None and not (
+            isinstance(span, list)
+            and len(span) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in span)
+        ):
+            raise RecordError(line, f"{where}'span' must be [start, end], two integers")
+        found.append(Source(entry, ref, (span[0], span[1]) if span is not None else None))
+    return tuple(found)
 
 
 def _id(line: int, value: object, name: str = "id") -> int | None:

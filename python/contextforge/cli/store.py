@@ -16,16 +16,22 @@ __all__ = ["open_store"]
 
 @contextmanager
 def open_store(
-    path: str, is_default: bool = False, *, scrub_pii: bool | None = None
+    path: str,
+    is_default: bool = False,
+    *,
+    scrub_pii: bool | None = None,
+    read_only: bool = False,
 ) -> Iterator[ContextForgeSync]:
     """The store at ``path``, closed afterwards; ``scrub_pii`` also redacts personal
-    data in what is saved (``None``: as the store recorded it). Library errors
-    raised inside the block become :class:`CliError` with their exit code."""
+    data in what is saved (``None``: as the store recorded it); ``read_only``
+    opens it without writing, or taking its search index from an application
+    that has it open. Library errors raised inside the block become
+    :class:`CliError` with their exit code."""
     problem = prepare_db(path, is_default)
     if problem:
         raise CliError(problem)
     try:
-        store = ContextForgeSync.open(Config(path=path, scrub_pii=scrub_pii))
+        store = ContextForgeSync.open(Config(path=path, scrub_pii=scrub_pii, read_only=read_only))
     except ContextForgeError as err:
         raise from_library(err) from err
     try:

@@ -68,7 +68,9 @@ def export(
     its key, validity interval (valid_from, valid_to) and superseded_by, so that
     histories and corrections come back as they were; valid_from is null for a
     plain entry (no key, no interval, never superseded), which holds at every
-    time.
+    time. An entry's direct sources (see 'contextforge sources') are written as
+    "sources": [{"entry": ID or null, "ref": REFERENCE or null, "span": [START,
+    END] or null}, ...], left out when it has none.
 
     FILE is written in full to a temporary file, then renamed over FILE. An
     existing FILE is replaced only with --force. Refused: the database and its
@@ -131,4 +133,14 @@ def _page_records(store: ContextForgeSync, page: list[Hit]) -> Iterator[dict[str
         record = entry_record(hit)
         if hit.id in plain:
             record["valid_from"] = None
+        cited = store.sources(hit.id, depth=1)
+        if cited:
+            record["sources"] = [
+                {
+                    "entry": link.source_id,
+                    "ref": link.ref,
+                    "span": list(link.span) if link.span is not None else None,
+                }
+                for link in cited
+            ]
         yield record

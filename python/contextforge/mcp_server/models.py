@@ -16,6 +16,8 @@ __all__ = [
     "ScopeCount",
     "Scopes",
     "SearchResult",
+    "SourceLink",
+    "Sources",
     "memory",
 ]
 
@@ -99,6 +101,26 @@ class Forgot(BaseModel):
     reindexed: int = Field(
         description="Later turns of their conversations re-indexed without their words."
     )
+
+
+class SourceLink(BaseModel):
+    """One step of provenance: ids and references only, never content."""
+
+    entry_id: int = Field(description="The memory that cites the source.")
+    source_id: int | None = Field(
+        description="The memory it cites (read it with get_memory), or null for a reference."
+    )
+    ref: str | None = Field(description="An external reference (a URL, a message id), or null.")
+    span: list[int] | None = Field(
+        description="[start, end): the characters of the source cited, or null for all of it."
+    )
+    depth: int = Field(description="Links from the memory asked about (1: direct).")
+
+
+class Sources(BaseModel):
+    id: int
+    direction: str = Field(description="'sources' (what it rests on) or 'derived'.")
+    links: list[SourceLink] = Field(description="Nearest first.")
 
 
 def memory(hit: Hit, *, ranked: bool = False, created: bool | None = None) -> Memory:

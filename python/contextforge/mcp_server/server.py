@@ -27,7 +27,18 @@ from .. import __version__
 from .._core import Context, Hit
 from ..memory import ContextForge
 from .http import transport_security
-from .models import Deleted, Forgot, History, Memory, ScopeCount, Scopes, SearchResult, memory
+from .models import (
+    Deleted,
+    Forgot,
+    History,
+    Memory,
+    ScopeCount,
+    Scopes,
+    SearchResult,
+    SourceLink,
+    Sources,
+    memory,
+)
 from .policy import ScopeDenied, ScopePolicy
 
 __all__ = ["UNTRUSTED", "build_server"]
@@ -45,6 +56,8 @@ _INSTRUCTIONS = (
 
 _MAX_BUDGET = 32_768
 _MAX_FORGET_IDS = 1000
+_MAX_SOURCES = 100
+_MAX_DEPTH = 32
 
 _log = logging.getLogger("contextforge.mcp")
 
@@ -106,7 +119,9 @@ def build_server(
         "kind and metadata) returns the existing one with created=false. For a fact that "
         "can change (where someone lives, a deadline, a preference), give a key such as "
         "'user.city': the new memory replaces the key's current version in searches, and "
-        "memory_history lists every version. " + UNTRUSTED,
+        "memory_history lists every version. Give sources to record where it came from: "
+        "ids of memories in the same scope, or references such as a URL or message id "
+        "(memory_sources reads them back). " + UNTRUSTED,
         annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False),
     )
     async def save_memory(
@@ -128,10 +143,26 @@ def build_server(
                 "the previous value is kept in its history."
             ),
         ] = None,
+        sources: Annotated[
+            list[Annotated[int, Field(ge=1)] | Annotated[str, Field(min_length=1)]] | None,
+            Field(
+                max_length=_MAX_SOURCES,
+                description="Where it came from: ids of memories in the same scope (the N of "
+                "[mem:N]) and references such as a URL or message id.",
+            ),
+        ] = None,
     ) -> Memory:
         target = _guard(one_scope, scope)
+        # The store checks that each source memory is in the target scope (it is
+        # not told cross_scope_sources), so no other scope can be cited.
         saved = await store.save(
-            content, kind, scope=target, session_id=session_id, metadata=metadata, key=key
+            content,
+            kind,
+            scope=target,
+            session_id=session_id,
+            metadata=metadata,
+            key=key,
+            sources=sources or None,
         )
         return memory(await fetch(saved.id), created=saved.created)
 
@@ -189,6 +220,55 @@ def build_server(
             _log.error("history of a key returned entries of other scopes (ids %s)", foreign[:20])
             raise ToolError("history failed: the store returned entries outside this scope")
         return History(key=key, scope=target, versions=[memory(h) for h in versions])
+
+    @server.tool(
+        description="Where a memory came from: the memories and external references (URLs, "
+        "message ids) it was saved with as sources, and theirs, to depth links, nearest "
+        "first; with derived=true, the memories derived from it instead. Ids and references "
+        "only: read a memory with get_memory. Links through memories outside the scopes "
+        "this server may use (or deleted since) are left out, and so is everything reached "
+        "only through them.",
+        annotations=ToolAnnotations(readOnlyHint=True),
+    )
+    async def memory_sources(
+        id: EntryId,
+        depth: Annotated[
+            int, Field(ge=1, le=_MAX_DEPTH, description="Follow at most this many links.")
+        ] = 8,
+        derived: Annotated[
+            bool, Field(description="List what was derived from it, not its sources.")
+        ] = False,
+    ) -> Sources:
+        await fetch(id)
+        if derived:
+            links = await store.derived(id, depth=depth)
+        else:
+            links = await store.sources(id, depth=depth)
+        named = sorted({i for link in links for i in (link.entry_id, link.source_id) if i})
+        hits = await store.get_many(named, include_superseded=True) if named else []
+        visible = {i for i, h in zip(named, hits) if h is not None and policy.allows(h.scope)}
+        # Only links reached from ``id`` through visible memories: a hidden one
+        # (or a deleted one, whose scope is unknown) cuts its branch.
+        reached = {id}
+        shown = []
+        for link in links:
+            near, far = (
+                (link.source_id, link.entry_id) if derived else (link.entry_id, link.source_id)
+            )
+            if near not in reached or (far is not None and far not in visible):
+                continue
+            if far is not None:
+                reached.add(far)
+            shown.append(
+                SourceLink(
+                    entry_id=link.entry_id,
+                    source_id=link.source_id,
+                    ref=link.ref,
+                    span=list(link.span) if link.span is not None else None,
+                    depth=link.depth,
+                )
+            )
+        return Sources(id=id, direction="derived" if derived else "sources", links=shown)
 
     @server.tool(
         description="Get one memory by id. " + UNTRUSTED,
