@@ -4,8 +4,7 @@
 use libsql::Value;
 
 use super::rows::opt_text;
-use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
-use super::{invalid_op, ChangeOp, Store};
+use super::{ChangeOp, Store};
 use crate::entry::Micros;
 use crate::error::Result;
 use crate::runtime::block_on;
@@ -47,12 +46,7 @@ impl Store {
                 let mut rows = conn.query(&sql, params.clone()).await?;
                 let mut out = Vec::new();
                 while let Some(row) = rows.next().await? {
-                    let op = match row.get::<i64>(2)? {
-                        OP_INSERT => ChangeOp::Insert,
-                        OP_UPDATE => ChangeOp::Update,
-                        OP_DELETE => ChangeOp::Delete,
-                        other => return Err(invalid_op(other)),
-                    };
+                    let op = ChangeOp::from_code(row.get::<i64>(2)?)?;
                     let forget: Option<String> = row.get(6)?;
                     out.push(Logged {
                         seq: row.get(0)?,

@@ -105,6 +105,18 @@ pub enum ChangeOp {
     Delete,
 }
 
+impl ChangeOp {
+    /// The operation a change-log row's `op` code names.
+    fn from_code(code: i64) -> Result<Self> {
+        match code {
+            schema::OP_INSERT => Ok(Self::Insert),
+            schema::OP_UPDATE => Ok(Self::Update),
+            schema::OP_DELETE => Ok(Self::Delete),
+            other => Err(invalid_op(other)),
+        }
+    }
+}
+
 /// One row of the change log, with the entry's current state.
 #[derive(Debug, Clone)]
 pub struct Change {

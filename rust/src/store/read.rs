@@ -6,8 +6,7 @@ use libsql::Value;
 
 use super::conn::KeptRows;
 use super::rows::{self, opt_text, text, ENTRY_COLUMNS};
-use super::schema::{OP_DELETE, OP_INSERT, OP_UPDATE};
-use super::{invalid_op, Change, ChangeOp, Store};
+use super::{Change, ChangeOp, Store};
 use crate::entry::{Entry, Micros};
 use crate::error::Result;
 use crate::runtime::block_on;
@@ -228,12 +227,7 @@ impl Store {
                 let mut rows = conn.query_kept(&sql, [after]).await?;
                 let mut out = Vec::new();
                 while let Some(row) = rows.next().await? {
-                    let op = match row.get::<i64>(2)? {
-                        OP_INSERT => ChangeOp::Insert,
-                        OP_UPDATE => ChangeOp::Update,
-                        OP_DELETE => ChangeOp::Delete,
-                        other => return Err(invalid_op(other)),
-                    };
+                    let op = ChangeOp::from_code(row.get::<i64>(2)?)?;
                     let present = row.get::<Option<i64>>(3)?.is_some();
                     let live = op != ChangeOp::Delete && present;
                     let entry = if live { Some(rows::entry(&row, 3)?) } else { None };

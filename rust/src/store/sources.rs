@@ -90,25 +90,21 @@ impl Store {
     /// `depth` links, nearest first.
     pub fn linked(&self, id: i64, up: bool, depth: usize) -> Result<Vec<Linked>> {
         let depth = depth.clamp(1, MAX_DEPTH);
-        let sql = if up {
-            format!(
-                "WITH RECURSIVE walk(entry_id, source_id, ref, span_start, span_end, depth) AS ( \
-                   SELECT entry_id, source_id, ref, span_start, span_end, 1 FROM sources WHERE entry_id = ?1 \
-                   UNION SELECT s.entry_id, s.source_id, s.ref, s.span_start, s.span_end, w.depth + 1 \
-                   FROM sources s JOIN walk w ON s.entry_id = w.source_id WHERE w.depth < {depth}) \
-                 SELECT entry_id, source_id, ref, span_start, span_end, MIN(depth) FROM walk \
-                 GROUP BY entry_id, source_id, ref, span_start, span_end ORDER BY 6, 1, source_id IS NULL, source_id, ref"
-            )
+        // Up: from the entry to what it cites; down: from what cites it.
+        let (start, step) = if up {
+            ("entry_id", "s.entry_id = w.source_id")
         } else {
-            format!(
-                "WITH RECURSIVE walk(entry_id, source_id, ref, span_start, span_end, depth) AS ( \
-                   SELECT entry_id, source_id, ref, span_start, span_end, 1 FROM sources WHERE source_id = ?1 \
-                   UNION SELECT s.entry_id, s.source_id, s.ref, s.span_start, s.span_end, w.depth + 1 \
-                   FROM sources s JOIN walk w ON s.source_id = w.entry_id WHERE w.depth < {depth}) \
-                 SELECT entry_id, source_id, ref, span_start, span_end, MIN(depth) FROM walk \
-                 GROUP BY entry_id, source_id, ref, span_start, span_end ORDER BY 6, 1, source_id IS NULL, source_id, ref"
-            )
+            ("source_id", "s.source_id = w.entry_id")
         };
+        let sql = format!(
+            "WITH RECURSIVE walk(entry_id, source_id, ref, span_start, span_end, depth) AS ( \
+               SELECT entry_id, source_id, ref, span_start, span_end, 1 FROM sources WHERE {start} = ?1 \
+               UNION SELECT s.entry_id, s.source_id, s.ref, s.span_start, s.span_end, w.depth + 1 \
+               FROM sources s JOIN walk w ON {step} WHERE w.depth < {depth}) \
+             SELECT entry_id, source_id, ref, span_start, span_end, MIN(depth) FROM walk \
+             GROUP BY entry_id, source_id, ref, span_start, span_end \
+             ORDER BY 6, 1, source_id IS NULL, source_id, ref"
+        );
         self.with_reader(|conn| {
             block_on(async {
                 let mut rows = conn.query(&sql, [id]).await?;
