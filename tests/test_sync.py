@@ -90,6 +90,7 @@ def test_twins_are_named_and_typed_after_the_async_methods() -> None:
     returns = {
         "list": "Iterator[_core.Hit]",
         "changes": "Iterator[Change]",
+        "reads": "Iterator[Read]",
         "open": "ContextForgeSync",
     }
     for name, member in public_members(ContextForge).items():

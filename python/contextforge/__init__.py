@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ._convert import Timestamp
 from ._core import Context, Hit, __version__
 from ._vectors import Embedder
-from .audit import Change
+from .audit import Change, Read
 from .config import Config
 from .distill.run import DistillResult, SavedItem
 from .errors import (
@@ -86,6 +86,7 @@ __all__ = [
     "LocalEmbedder",
     "NotFound",
     "OpenAIChatDistiller",
+    "Read",
     "RetryableStorageError",
     "Saved",
     "SavedItem",

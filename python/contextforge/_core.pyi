@@ -155,6 +155,16 @@ class _Linked(TypedDict):
     span: tuple[int, int] | None
     depth: int
 
+class _Read(TypedDict):
+    """One audited read (``records::ReadRecord``): ``Read``."""
+
+    seq: int
+    at: int
+    scopes: list[str | None] | None
+    query_hash: str
+    query: str | None
+    ids: list[int]
+
 class _Receipt(TypedDict):
     """What a forget removed (``records::ReceiptRecord``): ``Forgotten``."""
 
@@ -228,6 +238,8 @@ class Engine:
         """Up to `limit` changes of the log after `after`, oldest first."""
     def linked(self, id: int, up: bool, depth: int) -> Awaitable[list[_Linked]]:
         """What `id` rests on (`up`), or what was derived from it, to `depth` links."""
+    def reads(self, after: int, limit: int) -> Awaitable[list[_Read]]:
+        """Up to `limit` audited reads after `after`, oldest first."""
     def forget(self, what: ForgetRecord) -> Awaitable[_Receipt]:
         """Forgets what a `_convert.ForgetRecord` selects; returns its receipt."""
     def keys(self, scope: str | None, limit: int) -> Awaitable[list[str]]:

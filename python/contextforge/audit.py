@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from ._core import _Logged
+    from ._core import _Logged, _Read
 
-__all__ = ["Change"]
+__all__ = ["Change", "Read"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -45,4 +45,36 @@ class Change:
             key=record["key"],
             at=None if at is None else _EPOCH + timedelta(microseconds=at),
             forget=record["forget"],
+        )
+
+
+@dataclass(frozen=True)
+class Read:
+    """What one ``query`` or ``context`` returned, as the read audit keeps it
+    (``Config(audit_reads=True)``).
+
+    ``seq`` is its place in the audit (pass it as ``since`` to resume);
+    ``scopes`` what it searched (``None``: every scope; ``None`` in the list:
+    global entries); ``query_hash`` a keyed hash of its text (equal queries give
+    equal hashes within one store); ``query`` the text, only with
+    ``audit_query_text=True``; ``ids`` the entries returned, in order.
+    """
+
+    seq: int
+    at: datetime
+    scopes: tuple[str | None, ...] | None
+    query_hash: str
+    query: str | None
+    ids: tuple[int, ...]
+
+    @classmethod
+    def _from_record(cls, record: _Read) -> Read:
+        scopes = record["scopes"]
+        return cls(
+            seq=record["seq"],
+            at=_EPOCH + timedelta(microseconds=record["at"]),
+            scopes=None if scopes is None else tuple(scopes),
+            query_hash=record["query_hash"],
+            query=record["query"],
+            ids=tuple(record["ids"]),
         )

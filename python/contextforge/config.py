@@ -127,6 +127,13 @@ class Config:
             write raises ``StorageError``, and the search index is built in RAM
             (its directory may not be writable). A file this process may not
             write is opened read-only without being asked.
+        audit_reads: Record, for every ``query`` and ``context``, the time, the
+            scopes, a keyed hash of the query text and the ids returned: what
+            memory fed into which prompt (``ContextForge.reads``). Records are
+            written in batches of 64 (and on ``flush`` and ``close``): a crash
+            loses at most the batch not yet written.
+        audit_query_text: With ``audit_reads``, keep the query's text too.
+        audit_retention_days: Drop audited reads older than this many days.
 
     What the ranking defaults were tuned for: ``stopword_weight``,
     ``context_weight``, ``date_weight``, ``reply_weight``, ``session_weight``,
@@ -172,6 +179,9 @@ class Config:
     max_entries_per_scope: int | None = None
     eviction: Literal["oldest", "least_recently_returned"] = "oldest"
     read_only: bool = False
+    audit_reads: bool = False
+    audit_query_text: bool = False
+    audit_retention_days: int = 30
 
     @classmethod
     def coerce(cls, target: Config | PathLike) -> Config:

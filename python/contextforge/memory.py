@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from . import _convert, _core
 from ._convert import ContextOrder, InjectionPolicy, Timestamp
 from ._vectors import Vector, Vectors, as_matrix, as_vector, embed, embedder_name
-from .audit import Change
+from .audit import Change, Read
 from .config import Config, PathLike
 from .errors import InvalidInputError, InvalidTypeError, ScrubbingWeakenedWarning
 from .forgotten import Forgotten
@@ -898,6 +898,21 @@ class ContextForge:
             page = await self._engine.changes(after, size, chosen)
             for record in page:
                 yield Change._from_record(record)
+            if len(page) < size:
+                return
+            after = page[-1]["seq"]
+
+    async def reads(self, since: int = 0, *, page_size: int = _PAGE) -> AsyncIterator[Read]:
+        """Iterates over the read audit, oldest first, from after ``since`` (a
+        :class:`Read`'s ``seq``), fetching ``page_size`` at a time: what each
+        ``query`` and ``context`` returned, with ``Config(audit_reads=True)``
+        (empty otherwise). Reads not yet written are written first."""
+        after = _convert.non_negative_int("since", since)
+        size = _convert.positive_int("page_size", page_size)
+        while True:
+            page = await self._engine.reads(after, size)
+            for record in page:
+                yield Read._from_record(record)
             if len(page) < size:
                 return
             after = page[-1]["seq"]

@@ -191,6 +191,7 @@ class ContextForgeSync:
     reembed = _blocking(ContextForge.reembed)
     forget = _blocking(ContextForge.forget)
     changes = _iterating(ContextForge.changes, page="page_size")
+    reads = _iterating(ContextForge.reads, page="page_size")
     sources = _blocking(ContextForge.sources)
     derived = _blocking(ContextForge.derived)
     delete = _blocking(ContextForge.delete)

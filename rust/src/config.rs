@@ -212,6 +212,8 @@ pub struct Config {
     /// scrubs personal data (a new store: off). What tools that open a store
     /// without a PII setting of their own use, so they honour the application's.
     pub scrub_pii_from_store: bool,
+    /// Recording what queries returned (`engine/audit.rs`).
+    pub audit: Audit,
     /// Open a database file read-only: queries and reads work, writes fail
     /// with a typed error, and the search index is kept in RAM. A file this
     /// process may not write is opened read-only without being asked.
@@ -273,8 +275,25 @@ impl Default for Config {
             max_entries_per_scope: None,
             eviction: Eviction::Oldest,
             scrub_pii_from_store: false,
+            audit: Audit::default(),
             read_only: false,
         }
+    }
+}
+
+/// The read audit: what every `query` and `context` returned, kept for
+/// `retention_days` (off by default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Audit {
+    pub reads: bool,
+    /// Keep the query's text, not only its keyed hash.
+    pub query_text: bool,
+    pub retention_days: u32,
+}
+
+impl Default for Audit {
+    fn default() -> Self {
+        Self { reads: false, query_text: false, retention_days: 30 }
     }
 }
 
@@ -302,6 +321,9 @@ impl Config {
         }
         if self.is_remote() && self.path.split_once("://").is_none_or(|(_, host)| host.is_empty()) {
             return Err(Error::invalid(format!("{:?} names no server", self.path)));
+        }
+        if self.audit.retention_days == 0 {
+            return Err(Error::invalid("audit_retention_days must be at least 1"));
         }
         let stop = self.retrieval.stopword_weight;
         if !(stop.is_finite() && (0.0..=1.0).contains(&stop)) {

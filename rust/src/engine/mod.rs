@@ -3,6 +3,7 @@
 //! off the event loop.
 
 mod admit;
+mod audit;
 mod distill;
 mod forget;
 mod read;
@@ -43,6 +44,9 @@ pub struct Memory {
     embedder_seen: Mutex<Option<EmbedderInfo>>,
     /// The store's secret key for context fences (`render`).
     fence_key: u64,
+    /// The key of the read audit's query hashes, and the reads not yet written.
+    audit_key: u64,
+    reads: Mutex<Vec<crate::store::Read>>,
     /// What the store scrubbed before this open that this one does not
     /// (`"secrets"`, `"pii"`, `"metadata"`): entries saved now keep it.
     scrub_dropped: Vec<String>,
@@ -78,6 +82,7 @@ impl Memory {
             Err(_) if read_only => 0,
             key => key?,
         };
+        let audit_key = if config.audit.reads && !read_only { store.secret("audit_key")? } else { 0 };
         // A read-only store's index is built in RAM: its directory may not be writable.
         let index_dir = if read_only { None } else { config.resolved_index_dir() };
         let index = Arc::new(SearchIndex::open(index_dir.as_deref(), Arc::clone(&store))?);
@@ -94,6 +99,8 @@ impl Memory {
             returned: Mutex::default(),
             embedder_seen: Mutex::default(),
             fence_key,
+            audit_key,
+            reads: Mutex::default(),
             scrub_dropped,
             closed: AtomicBool::new(false),
         };
@@ -123,6 +130,7 @@ impl Memory {
     pub fn flush(&self) -> Result<()> {
         self.check_open()?;
         self.write_returned()?;
+        self.write_reads()?;
         self.index.flush()
     }
 
@@ -134,6 +142,7 @@ impl Memory {
         }
         self.flusher.stop();
         self.write_returned()?;
+        self.write_reads()?;
         self.index.close()
     }
 

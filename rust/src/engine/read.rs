@@ -150,7 +150,9 @@ impl Memory {
         self.check_open()?;
         query.validate()?;
         self.follow()?;
-        self.answer(query, started)
+        let answer = self.answer(query, started)?;
+        self.write_reads_if_full();
+        Ok(answer)
     }
 
     /// `query_timed` for a caller that must not wait, such as an event loop's
@@ -251,7 +253,7 @@ impl Memory {
         )?;
         self.note_returned(packed.iter().map(|(c, _)| c.id), now_micros());
         let content_bm25 = if query.explain { self.content_bm25(&request)? } else { HashMap::new() };
-        let hits = packed
+        let hits: Vec<Hit> = packed
             .into_iter()
             .map(|(c, (hit, _))| {
                 let explain = query.explain.then(|| {
@@ -271,6 +273,7 @@ impl Memory {
                 Hit { score: c.score, explain, ..hit }
             })
             .collect();
+        self.note_read(query, &hits, now_micros());
         let timings = Timings {
             sync_us: (synced - started).as_secs_f64() * 1e6,
             search_us: (searched - synced).as_secs_f64() * 1e6,

@@ -13,7 +13,7 @@ use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
 use super::records::{
     strings, ConfigRecord, ForgetRecord, ItemRecord, LinkedRecord, ListRecord, LoggedRecord, PatchRecord,
-    QueryRecord, ReceiptRecord, Record, ScopeFilter, Text, TimingsRecord,
+    QueryRecord, ReadRecord, ReceiptRecord, Record, ScopeFilter, Text, TimingsRecord,
 };
 use crate::config::Config;
 use crate::distill::{ExtractOptions, Message};
@@ -279,6 +279,14 @@ impl Engine {
         let core = self.core()?;
         awaitable(py, move || {
             Ok(core.linked(id, up, depth)?.into_iter().map(LinkedRecord::from).collect::<Vec<_>>())
+        })
+    }
+
+    /// Up to `limit` audited reads after `after`, oldest first.
+    fn reads<'py>(&self, py: Python<'py>, after: i64, limit: usize) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || {
+            Ok(core.reads(after, limit)?.into_iter().map(ReadRecord::from).collect::<Vec<_>>())
         })
     }
 

@@ -101,7 +101,8 @@ pub const MIGRATIONS: &[&str] = &[
     ",
     // 8: provenance (`store/sources.rs`: what each entry rests on, indexed both
     // ways; a source's deletion leaves the links of what was derived from it),
-    // the audit log and forgetting (`store/forget.rs`): when each change
+    // the read audit (`store/reads.rs`: what each query returned), the
+    // audit log and forgetting (`store/forget.rs`): when each change
     // was made and in which scope (NULL for changes logged before), the forget
     // a deletion belongs to (the log keeps ids, never content), and each
     // forget's receipt.
@@ -131,6 +132,15 @@ pub const MIGRATIONS: &[&str] = &[
         reindexed INTEGER NOT NULL,
         scopes    TEXT NOT NULL
     );
+    CREATE TABLE reads (
+        seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+        at         INTEGER NOT NULL,
+        scopes     TEXT,
+        query_hash TEXT NOT NULL,
+        query      TEXT,
+        ids        TEXT NOT NULL
+    );
+    CREATE INDEX reads_at ON reads (at);
     ",
 ];
 

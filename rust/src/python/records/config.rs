@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 
 use super::choice::Parsed;
 use super::text::Text;
-use crate::config::{Config, Eviction, Fusion, Hybrid, Mmr, Recency, Retrieval, Scrub, TokenizerSpec};
+use crate::config::{Audit, Config, Eviction, Fusion, Hybrid, Mmr, Recency, Retrieval, Scrub, TokenizerSpec};
 
 /// Read by attribute from a `Config` (its `embedder` and `embed_batch_size`
 /// stay in Python); written as a dict by `default_config`.
@@ -40,6 +40,9 @@ pub struct ConfigRecord {
     scrub_metadata: bool,
     max_entries_per_scope: Option<usize>,
     eviction: Parsed<Eviction>,
+    audit_reads: bool,
+    audit_query_text: bool,
+    audit_retention_days: u32,
     read_only: bool,
 }
 
@@ -74,6 +77,11 @@ impl From<ConfigRecord> for Config {
             scrub_pii_from_store: r.scrub_pii.is_none(),
             max_entries_per_scope: r.max_entries_per_scope,
             eviction: r.eviction.0,
+            audit: Audit {
+                reads: r.audit_reads,
+                query_text: r.audit_query_text,
+                retention_days: r.audit_retention_days,
+            },
             read_only: r.read_only,
         }
     }
@@ -110,6 +118,9 @@ impl From<Config> for ConfigRecord {
             scrub_metadata: c.scrub.metadata,
             max_entries_per_scope: c.max_entries_per_scope,
             eviction: Parsed(c.eviction),
+            audit_reads: c.audit.reads,
+            audit_query_text: c.audit.query_text,
+            audit_retention_days: c.audit.retention_days,
             read_only: c.read_only,
         }
     }

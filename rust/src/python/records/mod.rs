@@ -15,6 +15,7 @@
 //! | [`ExplainRecord`]             | engine `Explain`                     | `Hit.explain` (dict)        |
 //! | [`ForgetRecord`]              | `_convert.ForgetRecord` (dict)       | `store::Forget`             |
 //! | [`LoggedRecord`]              | store `Logged`                       | `Change` (dataclass)        |
+//! | [`ReadRecord`]                | store `Read`                         | `Read` (dataclass)          |
 //! | [`ReceiptRecord`]             | engine `Receipt`                     | `Forgotten` (dataclass)     |
 //!
 //! The parts they are made of: [`Text`] (a `str`; a lone surrogate raises
@@ -38,7 +39,7 @@ pub use config::ConfigRecord;
 pub use forget::{ForgetRecord, ReceiptRecord};
 pub use item::{ItemRecord, ListRecord, PatchRecord};
 pub use query::QueryRecord;
-pub use results::{ExplainRecord, LinkedRecord, LoggedRecord, TimingsRecord};
+pub use results::{ExplainRecord, LinkedRecord, LoggedRecord, ReadRecord, TimingsRecord};
 pub use scope::ScopeFilter;
 pub use text::{strings, Text};
 

@@ -7,7 +7,7 @@ use pyo3::types::PyDict;
 use crate::engine::Timings;
 use crate::entry::SourceRef;
 use crate::entry::{Explain, Micros};
-use crate::store::{ChangeOp, Linked, Logged};
+use crate::store::{ChangeOp, Linked, Logged, Read};
 
 /// Where a query's time went, in microseconds (`_core._Timings` in the stub).
 #[derive(Debug, Clone, Copy, IntoPyObject)]
@@ -116,5 +116,23 @@ impl From<Linked> for LinkedRecord {
             SourceRef::External(r) => (None, Some(r)),
         };
         Self { entry_id: l.entry_id, source_id, reference, span: l.span, depth: l.depth }
+    }
+}
+
+/// One audited read (`_core._Read` in the stub), a dict.
+#[derive(Debug, Clone, IntoPyObject)]
+pub struct ReadRecord {
+    seq: i64,
+    at: Micros,
+    /// `None`: every scope.
+    scopes: Option<Vec<Option<String>>>,
+    query_hash: String,
+    query: Option<String>,
+    ids: Vec<i64>,
+}
+
+impl From<(i64, Read)> for ReadRecord {
+    fn from((seq, r): (i64, Read)) -> Self {
+        Self { seq, at: r.at, scopes: r.scopes, query_hash: r.query_hash, query: r.query, ids: r.ids }
     }
 }
