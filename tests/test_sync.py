@@ -48,7 +48,12 @@ def sync_cf(db_path: str) -> Iterator[ContextForgeSync]:
 
 
 def public_members(cls: type) -> dict[str, Any]:
-    return {name: m for name, m in vars(cls).items() if not name.startswith("_")}
+    """The public attributes a class defines or inherits (ContextForge's come
+    partly from its mixins), nearest definition first."""
+    members: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__[:-1]):
+        members.update((n, m) for n, m in vars(klass).items() if not n.startswith("_"))
+    return members
 
 
 def test_every_public_member_has_a_twin_with_the_same_parameters_and_docstring() -> None:

@@ -31,6 +31,12 @@ _MAX_US = 253_402_300_799_999_999
 _MAX_METADATA_DEPTH = 64
 
 
+#: An argument left out, where ``None`` means something (``scope=None``: global).
+UNSET: Any = object()
+#: Entries (or changes) fetched per round trip by the paging iterators.
+PAGE = 500
+
+
 def text(name: str, value: object) -> str:
     if not isinstance(value, str):
         raise InvalidTypeError(f"{name} must be a str, not {type(value).__name__}")

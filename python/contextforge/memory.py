@@ -7,24 +7,20 @@ import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, cast
 
 from . import _convert, _core
 from ._convert import ContextOrder, InjectionPolicy, Timestamp
-from ._vectors import Vector, Vectors, as_matrix, as_vector, embed, embedder_name
-from .audit import Change, Read
+from ._vectors import Vector, Vectors, as_vector
 from .config import Config, PathLike
+from .distilling import Distilling
 from .errors import InvalidInputError, InvalidTypeError, ScrubbingWeakenedWarning
-from .forgotten import Forgotten
 from .hits import Hits
+from .lineage import Lineage
 from .opening import Opening
 from .provenance import Link
 from .saved import Saved
 from .scope import ALL_SCOPES, Scope, ScopeFilter
-
-if TYPE_CHECKING:
-    from .distill import Distiller, Transcript
-    from .distill.run import DistillResult
 
 __all__ = ["ContextForge", "verify_citations"]
 
@@ -51,11 +47,11 @@ _SAVE_KEYS = frozenset(
         "scrub",
     }
 )
-_UNSET: Any = object()
-_PAGE = 500
+_UNSET = _convert.UNSET
+_PAGE = _convert.PAGE
 
 
-class ContextForge:
+class ContextForge(Lineage, Distilling):
     """Durable, scoped, searchable memory.
 
     Open with ``await ContextForge.open(path)`` (or ``async with``), save with
@@ -137,64 +133,6 @@ class ContextForge:
                 await engine.close()
                 raise
         return store
-
-    async def _adopt_embedder(
-        self, reembed: bool, on_progress: Callable[[int, int], None] | None
-    ) -> None:
-        """Records the configured embedder in the store (see ``open``)."""
-        embedder = self._config.embedder
-        assert embedder is not None
-        size = _convert.positive_int("embed_batch_size", self._config.embed_batch_size)
-        dim = getattr(embedder, "dim", None)
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            dim = (await embed(embedder, ["dimension probe"], size)).shape[1]
-        name = embedder_name(embedder)
-        await self._engine.set_embedder(name, dim, reembed)
-        if reembed:
-            await self.reembed(on_progress=on_progress)
-
-    async def _embed(self, texts: list[str], *, scrubbed: bool = False) -> Vectors | None:
-        """The configured embedder's vectors for ``texts`` as they are stored
-        (scrubbed first, so no secret reaches the embedder), or ``None``."""
-        embedder = self._config.embedder
-        if embedder is None or not texts:
-            return None
-        clean = texts if scrubbed else await self._engine.scrub(texts)
-        return await embed(embedder, clean, self._config.embed_batch_size)
-
-    async def _query_vector(self, q: str, embedding: Vector | None) -> Any:
-        if embedding is not None:
-            return as_vector(embedding, "embedding")
-        vectors = await self._embed([q], scrubbed=True)
-        return None if vectors is None else vectors[0]
-
-    async def reembed(self, *, on_progress: Callable[[int, int], None] | None = None) -> int:
-        """Embeds every entry that has no vector with ``Config.embedder``, in
-        batches of ``embed_batch_size``, each saved in one transaction (an
-        interrupted run resumes where it stopped). Returns how many were embedded.
-
-        ``on_progress(done, total)`` is called after each batch. Use it after
-        switching embedders (``open(..., reembed=True)`` does both), or to embed
-        entries saved before an embedder was configured.
-        """
-        embedder = self._config.embedder
-        if embedder is None:
-            raise InvalidInputError("reembed() needs an embedder: open with Config(embedder=...)")
-        if on_progress is not None and not callable(on_progress):
-            raise InvalidTypeError("on_progress must be callable")
-        size = _convert.positive_int("embed_batch_size", self._config.embed_batch_size)
-        total = max(0, await self.count() - await self._engine.vector_count())
-        done, after = 0, 0
-        while True:
-            batch = await self._engine.missing_vectors(after, size)
-            if not batch:
-                return done
-            ids = [entry_id for entry_id, _ in batch]
-            vectors = await embed(embedder, [content for _, content in batch], size)
-            await self._engine.set_vectors(ids, vectors)
-            done, after = done + len(batch), ids[-1]
-            if on_progress is not None:
-                on_progress(done, max(total, done))
 
     @property
     def config(self) -> Config:
@@ -376,26 +314,6 @@ class ContextForge:
         saved = await saving
         return [Saved(entry_id, created) for entry_id, created in saved]
 
-    async def _item_vectors(
-        self, prepared: Sequence[_convert.SaveItem], given: list[Any]
-    ) -> Vectors | None:
-        """One vector per item: the given ones, the embedder's for the rest."""
-        missing = [i for i, v in enumerate(given) if v is None]
-        if len(missing) == len(given):
-            return await self._embed([p["content"] for p in prepared])
-        if missing:
-            made = await self._embed([prepared[i]["content"] for i in missing])
-            if made is None:
-                raise InvalidInputError(
-                    f"item {missing[0]}: no embedding; give every item one (or none), "
-                    "or configure an embedder"
-                )
-            for row, i in enumerate(missing):
-                given[i] = made[row]
-        if len({len(v) for v in given}) > 1:
-            raise InvalidInputError("the items' embeddings have different lengths")
-        return as_matrix(given, rows=len(given), what="embeddings")
-
     async def query(
         self,
         q: str,
@@ -575,129 +493,6 @@ class ContextForge:
         record["embedding"] = await self._query_vector(record["text"], embedding)
         return await self._engine.context(record)
 
-    async def distill_and_save(
-        self,
-        transcript: Transcript,
-        *,
-        scope: str,
-        session_id: str | None = None,
-        distiller: Distiller | None = None,
-        max_chunk_tokens: int | None = None,
-        summary: Literal["structural", "model"] = "structural",
-    ) -> DistillResult:
-        """Distils a transcript into a short summary and durable facts, and saves them.
-
-        The transcript is a string (one message per line) or a list of chat
-        messages (``{"role", "content"}`` mappings or ``(speaker, text)`` pairs).
-        Secrets are scrubbed before any model sees it; it is split into chunks of
-        at most ``max_chunk_tokens`` (default 2048) on message, then sentence
-        boundaries; each chunk is distilled concurrently (bounded by the
-        distiller's ``concurrency``); facts are deduplicated and the summaries
-        joined (``summary="structural"``) or reduced by one more model call
-        (``summary="model"``). The summary and facts are saved as entries of kinds
-        ``summary`` and ``fact`` (metadata: source session, chunk, model, fact
-        kind) in one transaction; facts already in the scope are skipped.
-
-        Provenance: when the messages carry their own ids (an ``"id"`` in a
-        message mapping: a ``str`` as given, an ``int`` as its decimal string),
-        each fact is saved with ``sources=`` the ids of the messages it rests on,
-        as external references, and the summary with the ids of every message
-        (the first 200); read them back with :meth:`sources`. The offline
-        distiller knows each fact's message exactly; a model distiller is shown
-        the messages numbered and names them (see ``OpenAIChatDistiller``).
-        A text transcript, pairs, and messages without an id get no sources,
-        nor does an id the store would refuse as a reference (blank, over 2048
-        bytes, holding a control character or a secret). Messages already saved
-        in the store are distilled with links to their entries by
-        :meth:`distill_session`.
-
-        Args:
-            distiller: Any async callable ``text -> Distillation``, such as
-                :class:`contextforge.distill.OpenAIChatDistiller`. ``None`` uses the
-                offline extractive distiller (no model: it picks salient sentences).
-
-        Raises:
-            InvalidInputError: an empty or malformed transcript; nothing is saved.
-            DistillError: the model failed or answered with invalid JSON; nothing
-                is saved.
-        """
-        from .distill.run import distill_into
-
-        return await distill_into(
-            self._engine,
-            transcript,
-            scope=scope,
-            session_id=session_id,
-            distiller=distiller,
-            max_chunk_tokens=max_chunk_tokens,
-            summary=summary,
-            embed=self._embed if self._config.embedder is not None else None,
-        )
-
-    async def distill_session(
-        self,
-        scope: str,
-        session_id: str,
-        *,
-        distiller: Distiller | None = None,
-        max_chunk_tokens: int | None = None,
-        summary: Literal["structural", "model"] = "structural",
-    ) -> DistillResult:
-        """Distils the messages already saved in ``scope`` for ``session_id``, as
-        :meth:`distill_and_save` does a transcript, and links each fact to the
-        entries of the messages it rests on (``sources=`` their entry ids; the
-        summary to every message's, the first 200), so that
-        ``forget(ids=[message], cascade=True)`` also forgets what was distilled
-        from it.
-
-        The messages are the session's entries that hold now, oldest first
-        (by timestamp, then id), except those of kinds ``summary`` and
-        ``fact``: what distillation saves, in the same session. Each message's
-        speaker is its metadata's ``"name"``, ``"role"`` or ``"speaker"`` (the
-        first that is a non-empty ``str``), else none. The summary and facts are
-        saved in the same scope and session.
-
-        Raises:
-            InvalidInputError: the session has no messages; nothing is saved.
-            DistillError: the model failed or answered with invalid JSON; nothing
-                is saved.
-        """
-        from .distill.run import distill_into
-
-        scope = _convert.label("scope", scope)
-        session = _convert.label("session_id", session_id)
-        entries = [
-            entry
-            async for entry in self.list(scope=scope, session_id=session)
-            if entry.kind not in ("summary", "fact")
-        ]
-        if not entries:
-            raise InvalidInputError(f"session {session!r} of scope {scope!r} has no messages")
-        entries.reverse()  # list() is newest first
-        pairs: list[tuple[str | None, str]] = []
-        for entry in entries:
-            meta = entry.metadata or {}
-            speaker = next(
-                (
-                    meta[name]
-                    for name in ("name", "role", "speaker")
-                    if isinstance(meta.get(name), str) and meta[name].strip()
-                ),
-                None,
-            )
-            pairs.append((speaker, entry.content))
-        return await distill_into(
-            self._engine,
-            pairs,
-            scope=scope,
-            session_id=session,
-            distiller=distiller,
-            max_chunk_tokens=max_chunk_tokens,
-            summary=summary,
-            embed=self._embed if self._config.embedder is not None else None,
-            links=[entry.id for entry in entries],
-        )
-
     async def get(
         self, id: int, *, as_of: Timestamp | None = None, include_superseded: bool = False
     ) -> _core.Hit | None:
@@ -768,27 +563,6 @@ class ContextForge:
             supersedes=None if found.key is not None else old,
         )
 
-    async def history(self, key: str, scope: str | None) -> list[_core.Hit]:
-        """The versions of ``key`` in ``scope`` (``None``: global entries), oldest
-        first, each with its interval (``valid_from``, ``valid_to``) and
-        ``superseded_by``; empty when the key has none."""
-        return await self._engine.history(
-            _convert.label("key", key), _convert.optional_text("scope", scope)
-        )
-
-    async def keys(self, scope: str | None, *, limit: int = 1000) -> list[str]:
-        """The keys that ``scope`` (``None``: global entries) holds versions of,
-        in order, at most ``limit`` (up to 10,000)."""
-        return await self._engine.keys(
-            _convert.optional_text("scope", scope), _convert.positive_int("limit", limit)
-        )
-
-    async def versions(self, id: int) -> list[_core.Hit]:
-        """Entry ``id`` and every entry linked to it by supersession, both ways,
-        oldest first; empty when there is no such entry."""
-        [entry_id] = _convert.ids([id])
-        return await self._engine.versions(entry_id)
-
     async def update(
         self,
         id: int,
@@ -858,124 +632,6 @@ class ContextForge:
             if made is not None:
                 patch["embedding"] = made[0]
         return await self._engine.update(entry_id, patch)
-
-    async def sources(self, id: int, *, depth: int = 8) -> list[Link]:
-        """What entry ``id`` rests on, following sources up to ``depth`` links
-        (at most 32), nearest first: entry ids and external references, never
-        content. An entry source that was since deleted still shows its id."""
-        [entry_id] = _convert.ids([id])
-        records = await self._engine.linked(entry_id, True, _convert.positive_int("depth", depth))
-        return [Link._from_record(r) for r in records]
-
-    async def derived(self, id: int, *, depth: int = 8) -> list[Link]:
-        """What was derived from entry ``id``, following sources down up to
-        ``depth`` links (at most 32), nearest first: each link's ``entry_id``
-        is an entry that rests on the one before it."""
-        [entry_id] = _convert.ids([id])
-        records = await self._engine.linked(entry_id, False, _convert.positive_int("depth", depth))
-        return [Link._from_record(r) for r in records]
-
-    async def changes(
-        self,
-        since: int = 0,
-        scope: ScopeFilter = ALL_SCOPES,
-        *,
-        page_size: int = _PAGE,
-    ) -> AsyncIterator[Change]:
-        """Iterates over the change log, oldest first, from after ``since`` (a
-        :class:`Change`'s ``seq``: pass the last one seen to resume), fetching
-        ``page_size`` at a time: the audit trail of every insert, update,
-        delete and forget, with when it was made and in which scope, never
-        content. ``scope`` is one scope, ``None`` for global entries, or
-        ``ALL_SCOPES`` (the default); changes logged before the store kept
-        scopes are in the ``ALL_SCOPES`` trail only. It is the log the search
-        index follows, read-only; it ends at the newest change when it is
-        read."""
-        after = _convert.non_negative_int("since", since)
-        size = _convert.positive_int("page_size", page_size)
-        chosen = _convert.scope_filter(scope)
-        while True:
-            page = await self._engine.changes(after, size, chosen)
-            for record in page:
-                yield Change._from_record(record)
-            if len(page) < size:
-                return
-            after = page[-1]["seq"]
-
-    async def reads(self, since: int = 0, *, page_size: int = _PAGE) -> AsyncIterator[Read]:
-        """Iterates over the read audit, oldest first, from after ``since`` (a
-        :class:`Read`'s ``seq``), fetching ``page_size`` at a time: what each
-        ``query`` and ``context`` returned, with ``Config(audit_reads=True)``
-        (empty otherwise). Reads not yet written are written first."""
-        after = _convert.non_negative_int("since", since)
-        size = _convert.positive_int("page_size", page_size)
-        while True:
-            page = await self._engine.reads(after, size)
-            for record in page:
-                yield Read._from_record(record)
-            if len(page) < size:
-                return
-            after = page[-1]["seq"]
-
-    async def forget(
-        self,
-        *,
-        ids: Iterable[int] | None = None,
-        scope: str | None = _UNSET,
-        session_id: str | None = None,
-        key: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        source: int | str | None = None,
-        cascade: bool = False,
-    ) -> Forgotten:
-        """Forgets the entries that match every criterion given, completely,
-        and returns a :class:`Forgotten` receipt.
-
-        When it returns, no byte of their content is readable in any file the
-        library writes: the rows are deleted with SQLite's ``secure_delete``
-        (freed space is zeroed), the write-ahead log is checkpointed and
-        truncated, the search index drops their documents and rewrites every
-        segment that still held deleted ones (and the documents of the next
-        turns of their sessions, whose context held their words), and their
-        vectors go. The change log keeps a tombstone per entry: its id and the
-        forget's id. docs/forgetting.md says what ``delete`` and
-        ``clear_scope`` leave behind instead.
-
-        Args:
-            ids: These entries.
-            scope: The entries of this scope (``None``: global entries).
-            session_id: The entries of this session (a conversation, a thread).
-            key: Every version of this key.
-            metadata: The entries whose metadata holds these top-level values,
-                such as a subject ``{"user": "u-42"}`` (str, number, bool or
-                ``None``; typed: ``True`` is not ``1``, ``1`` is not ``"1"``, and
-                ``1`` equals ``1.0``).
-            source: The entries that cite this source directly: an entry id,
-                or an external reference.
-            cascade: Also forget everything derived from the entries chosen,
-                transitively (``forget(ids=[message], cascade=True)`` takes a
-                message and every fact distilled from it).
-
-        Raises:
-            InvalidInputError: when no criterion is given, or ``metadata`` is
-                empty (it would match everything: use ``clear_all``).
-            RetryableStorageError: when another connection kept the
-                write-ahead log from being truncated; the entries are deleted,
-                and calling ``forget`` again finishes the job.
-        """
-        what: _convert.ForgetRecord = {"ids": None if ids is None else _convert.ids(ids)}
-        if scope is not _UNSET:
-            what["scope"] = _convert.optional_text("scope", scope)
-        if session_id is not None:
-            what["session_id"] = _convert.label("session_id", session_id)
-        if key is not None:
-            what["key"] = _convert.label("key", key)
-        if metadata is not None:
-            what["metadata"] = _convert.metadata_json(metadata) or "{}"
-        if source is not None:
-            what["source"] = _convert.source(source)
-        what["cascade"] = _convert.flag("cascade", cascade)
-        return Forgotten._from_record(await self._engine.forget(what))
 
     async def delete(self, id: int) -> bool:
         """Deletes an entry; returns whether it existed. It is gone from the very
