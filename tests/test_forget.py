@@ -135,3 +135,51 @@ async def test_what_delete_and_clear_scope_leave_behind(tmp_path: Path) -> None:
             assert receipt.entries == 3
             assert segments_with_deletes(index) == []
         assert files_holding(folder, MARKER) == []
+
+
+def segment_files(index_dir: Path) -> dict[str, set[str]]:
+    """The index's segment files by segment id (tantivy names them ``<id>.<ext>``)."""
+    out: dict[str, set[str]] = {}
+    for p in index_dir.iterdir():
+        stem, _, ext = p.name.partition(".")
+        if len(stem) == 32 and ext:
+            out.setdefault(stem, set()).add(p.name)
+    return out
+
+
+def live_segments(index_dir: Path) -> dict[str, int]:
+    meta = json.loads((index_dir / "meta.json").read_text())
+    return {s["segment_id"].replace("-", ""): s["max_doc"] for s in meta["segments"]}
+
+
+@pytest.mark.slow
+async def test_forgetting_one_entry_rewrites_its_segment_not_the_index(tmp_path: Path) -> None:
+    """A bulk save larger than the segment cap (docs/performance.md, "Segments")
+    ends in several segments, leaves no merged-away files behind, and a forget
+    of one entry rewrites the one segment that held it: the others' files are
+    the same files, untouched."""
+    path = str(tmp_path / "memory.db")
+    index = Path(path + ".index")
+    size = 150_000
+    async with await ContextForge.open(path) as cf:
+        ids = await cf.save_many(
+            [{"content": f"note {n} on item {n % 977}", "scope": "u", "dedupe": False} for n in range(size)]
+        )
+        await cf.flush()
+    live = live_segments(index)
+    assert len(live) >= 2
+    assert sum(live.values()) == size
+    assert max(live.values()) <= 1 << 17
+    # Nothing but the live segments' files: a bulk save's merges collect theirs.
+    assert set(segment_files(index)) == set(live)
+    before = segment_files(index)
+    async with await ContextForge.open(path) as cf:
+        receipt = await cf.forget(ids=[int(ids[size // 2])])
+        assert (receipt.entries, receipt.segments) == (1, 1)
+        assert await cf.count("u") == size - 1
+    after = live_segments(index)
+    assert segments_with_deletes(index) == []
+    kept = set(before) & set(after)
+    assert len(kept) == len(live) - 1
+    for segment in kept:
+        assert segment_files(index)[segment] == before[segment]

@@ -5,13 +5,14 @@
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
-use tantivy::index::SegmentId;
-use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
+use tantivy::index::{SegmentId, SegmentMeta};
+use tantivy::indexer::NoMergePolicy;
 use tantivy::Term;
 
 use super::neighbours::Neighbours;
 use super::schema::{self, Extra};
-use super::{commit, reset_writer, tail, SearchIndex, View};
+use super::segments::{groups_of, CappedMerges};
+use super::{commit, merge_groups, reset_writer, tail, SearchIndex, View};
 use crate::error::{Error, Result};
 use crate::store::{Change, ChangeOp, Store};
 
@@ -228,23 +229,28 @@ impl SearchIndex {
         Ok(before)
     }
 
-    /// Merges the segments a bulk pull committed into one, then lets background
-    /// merges resume: a search over one segment is faster than over several
-    /// (docs/performance.md, "Bulk saves").
+    /// Merges the segments a bulk pull committed into as few as the segment
+    /// cap allows (`segments.rs`), then lets background merges resume: a search
+    /// over one segment is faster than over several (docs/performance.md,
+    /// "Bulk saves").
     fn merge_new_segments(&self, before: &HashSet<SegmentId>) -> Result<()> {
         let mut guard = self.writer.lock();
         let writer = guard.as_mut().ok_or(Error::Closed)?;
-        writer.set_merge_policy(Box::new(LogMergePolicy::default()));
-        let new: Vec<SegmentId> =
-            writer.index().searchable_segment_ids()?.into_iter().filter(|id| !before.contains(id)).collect();
-        if new.len() > 1 {
-            writer.merge(&new).wait()?;
+        writer.set_merge_policy(Box::new(CappedMerges::new()));
+        let new: Vec<SegmentMeta> =
+            writer.index().searchable_segment_metas()?.into_iter().filter(|m| !before.contains(&m.id())).collect();
+        let groups = groups_of(&new);
+        drop(new); // a living segment meta keeps its files from the collection below
+        if merge_groups(writer, groups, false)? > 0 {
             // Still holding the writer: a flush cannot commit and trim the tail
             // between this reload and the swap, so the view stays consistent.
             let reader = self.reader.read();
             reader.reload()?;
             let committed = View::committed(reader.searcher())?;
             self.view.write().show(committed);
+            drop(reader);
+            // The merged-away segments' files, which no searcher holds now.
+            writer.garbage_collect_files().wait()?;
         }
         Ok(())
     }

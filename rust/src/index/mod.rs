@@ -19,6 +19,7 @@ mod open;
 mod purge;
 pub mod schema;
 mod search;
+mod segments;
 mod stats;
 mod stem;
 pub mod tail;
@@ -320,8 +321,37 @@ fn reset_writer(guard: &mut Option<IndexWriter<TantivyDocument>>) {
 }
 
 /// The index writer: one indexing thread per core, up to two. A bulk save's
-/// pages are analysed and indexed on both cores (and merged into one segment
-/// afterwards); a flush of the tail uses one.
+/// pages are analysed and indexed on both cores (and merged afterwards, in
+/// segments of at most `segments::SEGMENT_DOCS`); a flush of the tail uses one.
 fn open_writer(index: &Index) -> tantivy::Result<IndexWriter<TantivyDocument>> {
-    index.writer_with_num_threads(crate::runtime::cores().clamp(1, 2), WRITER_MEMORY)
+    let writer = index.writer_with_num_threads(crate::runtime::cores().clamp(1, 2), WRITER_MEMORY)?;
+    writer.set_merge_policy(Box::new(segments::CappedMerges::new()));
+    Ok(writer)
+}
+
+/// Merges each group of segments (groups of one are rewritten alone only when
+/// `alone` is set: a purge drops their deleted documents that way), all
+/// started before any is waited for.
+fn merge_groups(
+    writer: &mut IndexWriter<TantivyDocument>,
+    groups: Vec<Vec<tantivy::index::SegmentId>>,
+    alone: bool,
+) -> tantivy::Result<usize> {
+    let started: Vec<_> = groups
+        .into_iter()
+        .filter(|group| alone || group.len() > 1)
+        .map(|group| (group.len(), writer.merge(&group)))
+        .collect();
+    let mut merged = 0;
+    let mut first_err = None;
+    for (len, future) in started {
+        match future.wait() {
+            Ok(_) => merged += len,
+            Err(err) => first_err = first_err.or(Some(err)),
+        }
+    }
+    match first_err {
+        Some(err) => Err(err),
+        None => Ok(merged),
+    }
 }

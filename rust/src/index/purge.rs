@@ -3,15 +3,17 @@
 //! tantivy marks a deleted document in a segment's delete bitset and keeps its
 //! terms until the segment is merged. A purge commits the tail (so the
 //! deletions reach the segments), rewrites every segment that holds deleted
-//! documents (and only those: forgetting one entry rewrites its segment, not
-//! the index), shows the result to queries, and deletes the files no commit
+//! documents (and only those, each alone or small ones together: forgetting
+//! one entry rewrites its segment, capped in size by `segments.rs`, not the
+//! index), shows the result to queries, and deletes the files no commit
 //! names any more.
 
 use std::time::{Duration, Instant};
 
-use tantivy::index::SegmentId;
+use tantivy::index::SegmentMeta;
 
-use super::{SearchIndex, View};
+use super::segments::groups_of;
+use super::{merge_groups, SearchIndex, View};
 use crate::error::{Error, Result};
 
 impl SearchIndex {
@@ -26,18 +28,14 @@ impl SearchIndex {
         let deadline = Instant::now() + PURGE_WAIT;
         let mut rewritten = 0;
         loop {
-            let with_deletes: Vec<SegmentId> = writer
-                .index()
-                .searchable_segment_metas()?
-                .iter()
-                .filter(|meta| meta.has_deletes())
-                .map(|meta| meta.id())
-                .collect();
+            let with_deletes: Vec<SegmentMeta> =
+                writer.index().searchable_segment_metas()?.into_iter().filter(SegmentMeta::has_deletes).collect();
             if with_deletes.is_empty() {
                 break;
             }
-            match writer.merge(&with_deletes).wait() {
-                Ok(_) => rewritten += with_deletes.len(),
+            // Each rewritten alone, or small ones together, under the segment cap.
+            match merge_groups(writer, groups_of(&with_deletes), true) {
+                Ok(merged) => rewritten += merged,
                 // A background merge holds one of them: it drops the deleted
                 // documents too; look again once it is done.
                 Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
