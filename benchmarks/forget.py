@@ -19,8 +19,8 @@ import argparse
 import asyncio
 import json
 import random
-import statistics
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path

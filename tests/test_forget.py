@@ -163,7 +163,10 @@ async def test_forgetting_one_entry_rewrites_its_segment_not_the_index(tmp_path:
     size = 150_000
     async with await ContextForge.open(path) as cf:
         ids = await cf.save_many(
-            [{"content": f"note {n} on item {n % 977}", "scope": "u", "dedupe": False} for n in range(size)]
+            [
+                {"content": f"note {n} on item {n % 977}", "scope": "u", "dedupe": False}
+                for n in range(size)
+            ]
         )
         await cf.flush()
     live = live_segments(index)
@@ -176,6 +179,7 @@ async def test_forgetting_one_entry_rewrites_its_segment_not_the_index(tmp_path:
     async with await ContextForge.open(path) as cf:
         receipt = await cf.forget(ids=[int(ids[size // 2])])
         assert (receipt.entries, receipt.segments) == (1, 1)
+        assert receipt.storage_scrubbed
         assert await cf.count("u") == size - 1
     after = live_segments(index)
     assert segments_with_deletes(index) == []

@@ -20,7 +20,17 @@ from .test_cli import CLI, one_line_error, run
 from .test_cli import snapshot as cli_snapshot
 from .test_mcp import OUTSIDE, call, connect, refused, result, snapshot, text
 
-RECEIPT = {"id", "at", "entries", "ids", "vectors", "reindexed", "segments", "not_found"}
+RECEIPT = {
+    "id",
+    "at",
+    "entries",
+    "ids",
+    "vectors",
+    "reindexed",
+    "segments",
+    "storage_scrubbed",
+    "not_found",
+}
 
 
 @pytest.fixture
@@ -73,6 +83,7 @@ def test_forget_with_yes_prints_the_receipt(db: Path) -> None:
     assert set(receipt) == RECEIPT
     assert receipt["ids"] == [ids["g1"]] and receipt["entries"] == 1
     assert receipt["not_found"] == [] and receipt["at"].endswith("+00:00")
+    assert receipt["storage_scrubbed"] is True
     assert remaining(db) == {ids["a3"], ids["b1"], ids["g2"]}
 
 
@@ -291,7 +302,9 @@ async def test_forget_memory_in_an_allowed_scope(db: Path) -> None:
             "entries",
             "vectors",
             "reindexed",
+            "storage_scrubbed",
         }
+        assert receipt["storage_scrubbed"] is True
         assert f"memory {card['id']} not found" in await refused(
             session, "get_memory", id=card["id"]
         )

@@ -26,6 +26,9 @@ from pydantic import AnyUrl
 
 SERVER = ["-m", "contextforge.cli.main", "mcp"]
 TOOLS = {
+    "memory_changes",
+    "memory_reads",
+    "distill_session",
     "save_memory",
     "search_memory",
     "get_memory",

@@ -26,6 +26,8 @@ PYTHON_SYSTEMS: dict[str, Spec] = {
     spec.name: spec
     for spec in (
         Spec("contextforge", "contextforge_py", "ContextForgePy", "contextforge"),
+        # The same with the read audit on: its cost, as a ratio, in the same run.
+        Spec("contextforge_audit", "contextforge_py", "ContextForgeAudited", "contextforge"),
         Spec("sqlite_fts5", "sqlite_fts5", "SqliteFts5", "sqlite3"),
         Spec("tantivy", "tantivy_sqlite", "TantivySqlite", "tantivy"),
         Spec("bm25s", "bm25s_peer", "Bm25sPeer", "bm25s"),

@@ -18,12 +18,15 @@ from systems.base import Hit, Id
 class ContextForgePy:
     name = "contextforge"
     concurrency: Literal["threads", "asyncio"] = "asyncio"
+    audit_reads = False
 
     async def open(self, path: Path) -> None:
         import contextforge
 
         path.mkdir(parents=True, exist_ok=True)
-        self.cf = await contextforge.ContextForge.open(str(path / "memory.db"))
+        self.cf = await contextforge.ContextForge.open(
+            contextforge.Config(path=str(path / "memory.db"), audit_reads=self.audit_reads)
+        )
 
     async def ingest(self, entries: Sequence[Entry]) -> list[Id]:
         items = [
@@ -45,3 +48,11 @@ class ContextForgePy:
 
     async def close(self) -> None:
         await self.cf.close()
+
+
+class ContextForgeAudited(ContextForgePy):
+    """contextforge with ``Config(audit_reads=True)``: every query's time,
+    scopes, hashed text and returned ids recorded in the store."""
+
+    name = "contextforge_audit"
+    audit_reads = True

@@ -65,6 +65,11 @@ def non_negative_int(name: str, value: object) -> int:
     return value
 
 
+def from_micros(micros: int) -> datetime:
+    """The aware UTC datetime of microseconds since the epoch (as records carry times)."""
+    return _EPOCH + timedelta(microseconds=micros)
+
+
 def timestamp_us(name: str, value: Timestamp | None) -> int | None:
     """Microseconds since the epoch from an aware datetime or Unix seconds."""
     if value is None:

@@ -174,6 +174,7 @@ class _Receipt(TypedDict):
     vectors: int
     reindexed: int
     segments: int
+    storage_scrubbed: bool
 
 class _Timings(TypedDict):
     """Where a query's time went, in microseconds (``records::TimingsRecord``):
@@ -238,6 +239,8 @@ class Engine:
         """Up to `limit` changes of the log after `after`, oldest first."""
     def linked(self, id: int, up: bool, depth: int) -> Awaitable[list[_Linked]]:
         """What `id` rests on (`up`), or what was derived from it, to `depth` links."""
+    def direct_sources(self, ids: list[int]) -> Awaitable[list[_Linked]]:
+        """The direct sources of each of `ids`, by entry."""
     def reads(self, after: int, limit: int) -> Awaitable[list[_Read]]:
         """Up to `limit` audited reads after `after`, oldest first."""
     def forget(self, what: ForgetRecord) -> Awaitable[_Receipt]:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, Literal
+
+from ._convert import from_micros
 
 if TYPE_CHECKING:
     from ._core import _Logged, _Read
 
 __all__ = ["Change", "Read"]
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Change:
             entry_id=record["entry_id"],
             scope=record["scope"],
             key=record["key"],
-            at=None if at is None else _EPOCH + timedelta(microseconds=at),
+            at=None if at is None else from_micros(at),
             forget=record["forget"],
         )
 
@@ -72,7 +72,7 @@ class Read:
         scopes = record["scopes"]
         return cls(
             seq=record["seq"],
-            at=_EPOCH + timedelta(microseconds=record["at"]),
+            at=from_micros(record["at"]),
             scopes=None if scopes is None else tuple(scopes),
             query_hash=record["query_hash"],
             query=record["query"],

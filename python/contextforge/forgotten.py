@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING
+
+from ._convert import from_micros
 
 if TYPE_CHECKING:
     from ._core import _Receipt
 
 __all__ = ["Forgotten"]
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,12 @@ class Forgotten:
     kept whose search-index documents held forgotten words (the next turns of a
     forgotten entry's session), rewritten without them; ``segments`` the index
     segments this call rewrote so that no deleted document stays in them (a
-    background merge may have rewritten others first).
+    background merge may have rewritten others first). ``storage_scrubbed``
+    says whether the database's own storage no longer holds the forgotten
+    bytes: ``True`` for a local file (``secure_delete``, the WAL truncated) and
+    a store in memory; ``False`` for a libSQL server, whose WAL, replication log
+    and free pages are the server's to scrub (docs/forgetting.md, "Remote
+    stores").
     """
 
     id: str
@@ -33,6 +38,7 @@ class Forgotten:
     vectors: int
     reindexed: int
     segments: int
+    storage_scrubbed: bool
 
     @property
     def entries(self) -> int:
@@ -43,9 +49,10 @@ class Forgotten:
     def _from_record(cls, record: _Receipt) -> Forgotten:
         return cls(
             id=record["id"],
-            at=_EPOCH + timedelta(microseconds=record["at"]),
+            at=from_micros(record["at"]),
             ids=tuple(record["ids"]),
             vectors=record["vectors"],
             reindexed=record["reindexed"],
             segments=record["segments"],
+            storage_scrubbed=record["storage_scrubbed"],
         )

@@ -411,12 +411,12 @@ class ContextForge(Lineage, Distilling):
         want_sources = _convert.flag("with_sources", with_sources)
         record["embedding"] = await self._query_vector(record["text"], embedding)
         hits, timings = await self._engine.query(record)
-        sources = None
+        sources: dict[int, list[Link]] | None = None
         if want_sources:
-            sources = {
-                hit.id: [Link._from_record(r) for r in await self._engine.linked(hit.id, True, 1)]
-                for hit in hits
-            }
+            sources = {hit.id: [] for hit in hits}
+            for linked in await self._engine.direct_sources([hit.id for hit in hits]):
+                link = Link._from_record(linked)
+                sources[link.entry_id].append(link)
         return Hits(hits, cast("dict[str, float] | None", timings), sources)
 
     async def context(

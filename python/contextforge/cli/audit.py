@@ -1,5 +1,5 @@
-"""``changes``, ``sources`` and ``derived``: the audit trail and provenance,
-ids and references only, never content."""
+"""``changes``, ``reads``, ``sources`` and ``derived``: the audit trails and
+provenance, ids and references only, never content."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..audit import Change
+from ..audit import Change, Read
 from ..provenance import Link
 from ..scope import ALL_SCOPES, ScopeFilter
 from .errors import EXIT_NOT_FOUND, NotFoundError
@@ -19,7 +19,7 @@ from .render import echo_json, table
 from .safe import printable
 from .timeparse import iso
 
-__all__ = ["changes", "derived", "parse_source", "source_option", "sources"]
+__all__ = ["changes", "derived", "parse_source", "reads", "source_option", "sources"]
 
 _MAX_DEPTH = 32
 _SPAN = re.compile(r"^(.*)@(\d+):(\d+)$", re.DOTALL)
@@ -165,6 +165,104 @@ def changes(
             return
     if not printed:
         click.echo("no changes", err=True)
+        click.get_current_context().exit(EXIT_NOT_FOUND)
+
+
+def read_record(read: Read) -> dict[str, Any]:
+    """An audited read as JSON-ready values (``at`` in ISO 8601; ``scopes`` null
+    for a read of every scope)."""
+    return {
+        "seq": read.seq,
+        "at": iso(read.at),
+        "scopes": list(read.scopes) if read.scopes is not None else None,
+        "query_hash": read.query_hash,
+        "query": read.query,
+        "ids": list(read.ids),
+    }
+
+
+def _read_line(read: Read) -> str:
+    if read.scopes is None:
+        scopes = "(all)"
+    else:
+        scopes = ",".join(printable(s) if s is not None else "(global)" for s in read.scopes)
+    fields = [
+        f"{read.seq:>6}",
+        read.at.strftime("%Y-%m-%d %H:%M:%S.%f").ljust(26),
+        scopes,
+        read.query_hash,
+        ",".join(str(i) for i in read.ids) or "-",
+        printable(read.query) if read.query is not None else "-",
+    ]
+    return "  ".join(fields)
+
+
+_READS_HEADER = "  ".join(["   seq", "at (UTC)".ljust(26), "scopes", "query hash", "ids", "query"])
+
+
+@click.command()
+@click.option(
+    "--since",
+    type=click.IntRange(min=0),
+    default=0,
+    metavar="SEQ",
+    help="Only reads after this one (a seq printed before): resume where you stopped.",
+)
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="Keep printing new reads as they are recorded, until interrupted (Ctrl-C).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.05),
+    default=0.5,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --follow: how often to look for new reads.",
+)
+@common_options()
+def reads(since: int, follow: bool, interval: float) -> None:
+    """Print the read audit: what each query and context returned, oldest first,
+    one a line: its seq, when (UTC), the scopes searched ('(all)': every scope,
+    '(global)': global entries), a keyed hash of the query, the ids returned,
+    and the query's text when the store keeps it ('-' otherwise). Never any
+    content.
+
+    Reads are recorded only by applications that open the store with
+    Config(audit_reads=True) (this command records none). With --json, one JSON
+    object a line (JSONL) with the same fields. --since SEQ starts after that
+    read. --follow keeps polling every --interval seconds for new reads until
+    interrupted (Ctrl-C ends it with exit 0); an application writes its reads
+    in batches of 64, and when it closes.
+
+    Exits with 1 when there is no read to print (without --follow).
+    """
+    opts = common()
+    last = since
+    printed = 0
+    with opts.store(read_only=follow) as store:
+        try:
+            header = False
+            while True:
+                for read in store.reads(since=last):
+                    if opts.as_json:
+                        click.echo(json.dumps(read_record(read), ensure_ascii=False))
+                    else:
+                        if not header:
+                            click.echo(_READS_HEADER)
+                        header = True
+                        click.echo(_read_line(read))
+                    last = read.seq
+                    printed += 1
+                if not follow:
+                    break
+                time.sleep(interval)
+        except KeyboardInterrupt:
+            return
+    if not printed:
+        note = "" if since else " (reads are recorded only with Config(audit_reads=True))"
+        click.echo(f"no reads{note}", err=True)
         click.get_current_context().exit(EXIT_NOT_FOUND)
 
 

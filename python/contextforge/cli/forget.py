@@ -216,6 +216,7 @@ def _record(receipt: Forgotten | None, ids: tuple[int, ...]) -> dict[str, Any]:
         "vectors": receipt.vectors if receipt is not None else 0,
         "reindexed": receipt.reindexed if receipt is not None else 0,
         "segments": receipt.segments if receipt is not None else 0,
+        "storage_scrubbed": receipt.storage_scrubbed if receipt is not None else None,
         "not_found": [i for i in dict.fromkeys(ids) if i not in gone],
     }
 
@@ -230,3 +231,8 @@ def _show(receipt: Forgotten) -> None:
     click.echo(f"vectors    {receipt.vectors}")
     click.echo(f"reindexed  {count(receipt.reindexed, 'turn')}")
     click.echo(f"segments   {receipt.segments}")
+    if not receipt.storage_scrubbed:
+        click.echo(
+            "storage    the server's own files may keep the bytes until its operator "
+            "scrubs them (docs/forgetting.md, Remote stores)"
+        )

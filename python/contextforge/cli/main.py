@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import click
 
 from .. import __version__
-from .audit import changes, derived, sources
-from .distill import distill
+from .audit import changes, derived, reads, sources
+from .distill import distill, distill_session
 from .entries import delete, get, history, query, save
 from .errors import CliError
 from .evaluate import eval_, eval_updates
@@ -60,6 +60,7 @@ for command in (
     forget,
     history,
     changes,
+    reads,
     sources,
     derived,
     scopes,
@@ -67,6 +68,7 @@ for command in (
     import_,
     export,
     distill,
+    distill_session,
     eval_,
     eval_updates,
     mcp,

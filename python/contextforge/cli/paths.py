@@ -7,9 +7,27 @@ import stat
 import sys
 from pathlib import Path
 
-__all__ = ["ENV_VAR", "default_db", "describe", "file_sizes", "prepare_db", "resolve_db"]
+__all__ = [
+    "ENV_VAR",
+    "TOKEN_VAR",
+    "default_db",
+    "describe",
+    "file_sizes",
+    "is_url",
+    "prepare_db",
+    "resolve_db",
+]
 
 ENV_VAR = "CONTEXTFORGE_DB"
+# A libSQL server's token: from the environment, never an argument (arguments are
+# visible to every user of the machine).
+TOKEN_VAR = "CONTEXTFORGE_AUTH_TOKEN"
+_URL_SCHEMES = ("http://", "https://", "libsql://")
+
+
+def is_url(path: str) -> bool:
+    """Whether ``--db`` names a libSQL server rather than a file."""
+    return path.lower().startswith(_URL_SCHEMES)
 
 
 def default_db() -> Path:
@@ -30,7 +48,7 @@ def resolve_db(given: str | None) -> tuple[str, bool]:
     chosen = given or os.environ.get(ENV_VAR)
     if not chosen:
         return str(default_db()), True
-    if chosen == ":memory:":
+    if chosen == ":memory:" or is_url(chosen):
         return chosen, False
     return os.path.expanduser(chosen), False
 
@@ -43,7 +61,7 @@ def prepare_db(path: str, is_default: bool) -> str | None:
     file wherever it points), and so is anything but a regular file (a directory,
     a FIFO that would block the open, a device).
     """
-    if path == ":memory:":
+    if path == ":memory:" or is_url(path):
         return None
     problem = _not_a_database_file(path)
     if problem:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from ..errors import ContextForgeError
 from .errors import CliError, from_library
 from .options import common, common_options
-from .paths import prepare_db, resolve_db
+from .paths import TOKEN_VAR, is_url, prepare_db, resolve_db
 
 __all__ = ["mcp"]
 
@@ -117,6 +119,7 @@ def mcp(
             allowed_hosts=allowed_hosts,
             insecure_no_auth=insecure_no_auth,
             scrub_pii=opts.scrub_pii,
+            auth_token=(os.environ.get(TOKEN_VAR) or None) if is_url(path) else None,
         )
     except ContextForgeError as err:
         raise from_library(err) from err

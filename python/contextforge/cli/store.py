@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -9,7 +10,7 @@ from ..config import Config
 from ..errors import ContextForgeError
 from ..sync import ContextForgeSync
 from .errors import CliError, from_library
-from .paths import prepare_db
+from .paths import TOKEN_VAR, is_url, prepare_db
 
 __all__ = ["open_store"]
 
@@ -31,7 +32,10 @@ def open_store(
     if problem:
         raise CliError(problem)
     try:
-        store = ContextForgeSync.open(Config(path=path, scrub_pii=scrub_pii, read_only=read_only))
+        token = os.environ.get(TOKEN_VAR) if is_url(path) else None
+        store = ContextForgeSync.open(
+            Config(path=path, scrub_pii=scrub_pii, read_only=read_only, auth_token=token or None)
+        )
     except ContextForgeError as err:
         raise from_library(err) from err
     try:

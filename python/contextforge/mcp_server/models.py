@@ -9,10 +9,16 @@ from pydantic import BaseModel, Field
 from .._core import Hit
 
 __all__ = [
+    "ChangeRecord",
+    "Changes",
     "Deleted",
+    "Distilled",
+    "DistilledItem",
     "Forgot",
     "History",
     "Memory",
+    "ReadRecord",
+    "Reads",
     "ScopeCount",
     "Scopes",
     "SearchResult",
@@ -101,6 +107,10 @@ class Forgot(BaseModel):
     reindexed: int = Field(
         description="Later turns of their conversations re-indexed without their words."
     )
+    storage_scrubbed: bool = Field(
+        description="Whether the database's own files no longer hold the bytes (false "
+        "through a libSQL server, whose files are its operator's to scrub)."
+    )
 
 
 class SourceLink(BaseModel):
@@ -143,3 +153,66 @@ def memory(hit: Hit, *, ranked: bool = False, created: bool | None = None) -> Me
         superseded_by=hit.superseded_by,
         current=hit.current,
     )
+
+
+class ChangeRecord(BaseModel):
+    """One write of the change log: ids, never content."""
+
+    seq: int = Field(description="Its place in the log: pass it as since to resume after it.")
+    at: str = Field(description="ISO 8601, UTC: when the change was made.")
+    op: str = Field(description="insert, update, delete or forget.")
+    entry_id: int
+    scope: str | None = Field(description="The memory's scope when it was made (null: global).")
+    key: str | None = Field(description="The memory's key, while the memory exists.")
+    forget: str | None = Field(description="For a forget: the forget's id (forget_id).")
+
+
+class Changes(BaseModel):
+    changes: list[ChangeRecord] = Field(description="Oldest first.")
+    next: int = Field(description="Pass it as since to read on from here.")
+    more: bool = Field(description="Whether there may be more: call again with since=next.")
+
+
+class ReadRecord(BaseModel):
+    """One audited search: what it returned, never the memories' content."""
+
+    seq: int = Field(description="Its place in the read audit: pass it as since to resume.")
+    at: str = Field(description="ISO 8601, UTC.")
+    scopes: list[str | None] = Field(description="The scopes searched (null: global memories).")
+    query_hash: str = Field(description="A keyed hash of the query (equal queries, equal hashes).")
+    query: str | None = Field(description="The query's text, when the store keeps it.")
+    ids: list[int] = Field(description="The memories returned, in order.")
+
+
+class Reads(BaseModel):
+    reads: list[ReadRecord] = Field(description="Oldest first.")
+    next: int = Field(description="Pass it as since to read on from here.")
+    more: bool = Field(description="Whether there may be more: call again with since=next.")
+    audited: bool = Field(
+        description="Whether this server records its own searches (the store was opened "
+        "with audit_reads); when false, only reads recorded by applications that audit "
+        "them are listed, and none may exist."
+    )
+
+
+class DistilledItem(BaseModel):
+    """One summary or fact of a distillation."""
+
+    id: int
+    kind: str = Field(description="summary or fact.")
+    text: str
+    fact_kind: str | None
+    key: str | None = None
+    superseded: int | None = Field(
+        default=None, description="The memory this fact superseded (same key), if any."
+    )
+    sources: list[int | str] = Field(
+        default=[], description="The memories (message entries) it rests on."
+    )
+
+
+class Distilled(BaseModel):
+    saved: list[DistilledItem] = Field(description="New memories.")
+    skipped: list[DistilledItem] = Field(description="Already in the scope: not saved again.")
+    chunks: int
+    model: str

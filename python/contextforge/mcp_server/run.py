@@ -24,8 +24,10 @@ def serve(
     allowed_hosts: Iterable[str] = (),
     insecure_no_auth: bool = False,
     scrub_pii: bool | None = None,
+    auth_token: str | None = None,
 ) -> None:
-    """Serves the store at ``path`` over stdio (or streamable HTTP at
+    """Serves the store at ``path`` (a file, or a libSQL server's URL with its
+    ``auth_token``) over stdio (or streamable HTTP at
     ``http://host:port/mcp``) until the client disconnects or the process is stopped.
 
     Over HTTP, a ``host`` that is not a loopback address raises
@@ -42,7 +44,7 @@ def serve(
         transport_security(host, allowed)  # a bad allowed host fails here, before opening
     asyncio.run(
         _serve(
-            Config(path=path, scrub_pii=scrub_pii),
+            Config(path=path, scrub_pii=scrub_pii, auth_token=auth_token),
             policy,
             http=http,
             host=host,

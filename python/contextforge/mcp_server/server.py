@@ -26,6 +26,7 @@ from pydantic import Field
 from .. import __version__
 from .._core import Context, Hit
 from ..memory import ContextForge
+from . import audit_tools
 from .http import transport_security
 from .models import (
     Deleted,
@@ -378,6 +379,7 @@ def build_server(
             entries=receipt.entries,
             vectors=receipt.vectors,
             reindexed=receipt.reindexed,
+            storage_scrubbed=receipt.storage_scrubbed,
         )
 
     @server.tool(
@@ -411,6 +413,8 @@ def build_server(
                 "chunks": result.chunks,
             }
         )
+
+    audit_tools.register(server, store, policy)
 
     @server.resource(
         "memory://stats",

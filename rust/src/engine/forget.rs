@@ -22,6 +22,12 @@ pub struct Receipt {
     pub reindexed: usize,
     /// Index segments rewritten to drop deleted documents.
     pub segments: usize,
+    /// Whether the database's own storage no longer holds the forgotten bytes:
+    /// a local file (secure_delete, the WAL truncated) or a store in memory.
+    /// A libSQL server's files are the server's: sqld serves a client neither
+    /// `secure_delete` nor a checkpoint, so its WAL, replication log and free
+    /// pages may keep them (docs/forgetting.md, "Remote stores").
+    pub storage_scrubbed: bool,
 }
 
 impl Memory {
@@ -50,6 +56,7 @@ impl Memory {
             vectors: forgotten.vectors,
             reindexed: forgotten.reindexed,
             segments,
+            storage_scrubbed: !self.store.is_remote(),
         })
     }
 }

@@ -45,8 +45,8 @@ pub struct Memory {
     /// The store's secret key for context fences (`render`).
     fence_key: u64,
     /// The key of the read audit's query hashes, and the reads not yet written.
-    audit_key: u64,
-    reads: Mutex<Vec<crate::store::Read>>,
+    audit_key: (u64, u64),
+    reads: Arc<audit::ReadLog>,
     /// What the store scrubbed before this open that this one does not
     /// (`"secrets"`, `"pii"`, `"metadata"`): entries saved now keep it.
     scrub_dropped: Vec<String>,
@@ -82,13 +82,18 @@ impl Memory {
             Err(_) if read_only => 0,
             key => key?,
         };
-        let audit_key = if config.audit.reads && !read_only { store.secret("audit_key")? } else { 0 };
+        let audit_key = if config.audit.reads && !read_only {
+            (store.secret("audit_key")?, store.secret("audit_key_hi")?)
+        } else {
+            (0, 0)
+        };
         // A read-only store's index is built in RAM: its directory may not be writable.
         let index_dir = if read_only { None } else { config.resolved_index_dir() };
         let index = Arc::new(SearchIndex::open(index_dir.as_deref(), Arc::clone(&store))?);
         // Built while the index's files are checked in the background.
         let scrubber = Scrubber::new(ScrubOptions { secrets: config.scrub.secrets, pii: config.scrub.pii });
         let flusher = Flusher::start(Arc::clone(&index), Duration::from_millis(config.flush_ms.max(1)))?;
+        let reads = audit::ReadLog::new(Arc::clone(&store), config.audit.retention_days);
         let engine = Self {
             config,
             store,
@@ -100,7 +105,7 @@ impl Memory {
             embedder_seen: Mutex::default(),
             fence_key,
             audit_key,
-            reads: Mutex::default(),
+            reads,
             scrub_dropped,
             closed: AtomicBool::new(false),
         };

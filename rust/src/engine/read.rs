@@ -150,9 +150,7 @@ impl Memory {
         self.check_open()?;
         query.validate()?;
         self.follow()?;
-        let answer = self.answer(query, started)?;
-        self.write_reads_if_full();
-        Ok(answer)
+        self.answer(query, started)
     }
 
     /// `query_timed` for a caller that must not wait, such as an event loop's
@@ -426,6 +424,12 @@ impl Memory {
     pub fn linked(&self, id: i64, up: bool, depth: usize) -> Result<Vec<crate::store::Linked>> {
         self.check_open()?;
         self.store.linked(id, up, depth)
+    }
+
+    /// The direct sources of each of `ids` (a query's hits), in one read.
+    pub fn direct_sources(&self, ids: &[i64]) -> Result<Vec<crate::store::Linked>> {
+        self.check_open()?;
+        self.store.direct_sources(ids)
     }
 
     /// The keys `scope` holds, in order, at most `limit` (up to `MAX_DEPTH`).

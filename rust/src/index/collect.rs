@@ -4,11 +4,17 @@
 //! held, one whose BM25 score is at most the k-th boosted score divided by
 //! that bound cannot enter: that is the pruning threshold handed to tantivy
 //! (block-max WAND for a plain disjunction). One pass, and exact.
+//!
+//! Segments are searched one after another, and each starts from the best `k`
+//! of those before it: its pruning threshold starts where the last one ended,
+//! rather than at zero, so a search over several segments (the segment cap,
+//! `segments.rs`) scores little more than one over a single segment.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::ColumnValues;
 use tantivy::query::Weight;
@@ -29,6 +35,8 @@ pub struct BoostedTopK<'a> {
     pub tombstones: &'a HashMap<i64, i64>,
     /// The searcher's columns, by segment ordinal.
     pub columns: &'a SegmentColumns,
+    /// The best `k` of the segments searched so far (start with the default).
+    pub carried: Mutex<Vec<Candidate>>,
 }
 
 impl BoostedTopK<'_> {
@@ -169,10 +177,8 @@ impl Collector for BoostedTopK<'_> {
     }
 
     fn merge_fruits(&self, fruits: Vec<Vec<Candidate>>) -> tantivy::Result<Vec<Candidate>> {
-        let mut all: Vec<Candidate> = fruits.into_iter().flatten().collect();
-        all.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
-        all.truncate(self.k);
-        Ok(all)
+        let carried = std::mem::take(&mut *self.carried.lock());
+        Ok(best(carried.into_iter().chain(fruits.into_iter().flatten()), self.k))
     }
 
     fn collect_segment(
@@ -182,16 +188,32 @@ impl Collector for BoostedTopK<'_> {
         reader: &SegmentReader,
     ) -> tantivy::Result<Vec<Candidate>> {
         let mut child = self.for_segment(segment_ord, reader)?;
+        child.heap.extend(self.carried.lock().iter().map(|c| Reverse(ByScore(*c))));
         let alive = reader.alive_bitset();
-        weight.for_each_pruning(Score::MIN, reader, &mut |doc, score| {
+        weight.for_each_pruning(child.threshold(), reader, &mut |doc, score| {
             if alive.is_some_and(|a| a.is_deleted(doc)) {
                 child.threshold()
             } else {
                 child.offer(doc, score)
             }
         })?;
-        Ok(child.harvest())
+        let found = child.harvest();
+        // Merged rather than replaced: were segments ever searched in
+        // parallel, another's best would be in `carried` too.
+        let mut carried = self.carried.lock();
+        let before = std::mem::take(&mut *carried);
+        *carried = best(before.into_iter().chain(found), self.k);
+        Ok(Vec::new())
     }
+}
+
+/// The best `k` of `candidates` by (score, id), each entry once.
+fn best(candidates: impl Iterator<Item = Candidate>, k: usize) -> Vec<Candidate> {
+    let mut all: Vec<Candidate> = candidates.collect();
+    all.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
+    all.dedup_by_key(|c| c.id);
+    all.truncate(k);
+    all
 }
 
 /// Each segment's fast-field columns, opened once per searcher rather than per

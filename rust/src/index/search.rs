@@ -379,6 +379,7 @@ fn committed(
         valid_at: req.valid_at,
         tombstones,
         columns,
+        carried: Default::default(),
     };
     Ok(searcher.search_with_statistics_provider(query, &collector, stats)?)
 }

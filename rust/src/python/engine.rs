@@ -282,6 +282,14 @@ impl Engine {
         })
     }
 
+    /// The direct sources of each of `ids`, by entry.
+    fn direct_sources<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || {
+            Ok(core.direct_sources(&ids)?.into_iter().map(LinkedRecord::from).collect::<Vec<_>>())
+        })
+    }
+
     /// Up to `limit` audited reads after `after`, oldest first.
     fn reads<'py>(&self, py: Python<'py>, after: i64, limit: usize) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;

@@ -52,6 +52,7 @@ pub struct ReceiptRecord {
     vectors: usize,
     reindexed: usize,
     segments: usize,
+    storage_scrubbed: bool,
 }
 
 impl From<Receipt> for ReceiptRecord {
@@ -63,6 +64,7 @@ impl From<Receipt> for ReceiptRecord {
             vectors: r.vectors,
             reindexed: r.reindexed,
             segments: r.segments,
+            storage_scrubbed: r.storage_scrubbed,
         }
     }
 }
