@@ -352,6 +352,8 @@ class ListRecord(TypedDict):
     until: int | None
     as_of: int | None
     include_superseded: bool
+    scope_prefix: str | None
+    metadata: str | None  # JSON text: a metadata filter
 
 
 def validity(as_of: Any, include_superseded: object) -> tuple[int | None, bool]:
@@ -374,9 +376,16 @@ def list_record(
     *,
     as_of: Any = None,
     include_superseded: object = False,
+    scope_prefix: object = None,
+    metadata: object = None,
 ) -> ListRecord:
     at, every = validity(as_of, include_superseded)
+    prefix = optional_text("scope_prefix", scope_prefix)
+    if prefix is not None and scope is not ALL_SCOPES:
+        raise InvalidInputError("give scope or scope_prefix, not both")
     return {
+        "scope_prefix": prefix,
+        "metadata": metadata_json(metadata),
         "scope": scope_filter(scope),
         "kind": optional_text("kind", kind),
         "session_id": optional_text("session_id", session_id),
@@ -412,6 +421,8 @@ class _Query(TypedDict):
     on_injection: str
     as_of: int | None
     include_superseded: bool
+    scope_prefix: str | None
+    offset: int
 
 
 class QueryRecord(_Query, total=False):
@@ -439,12 +450,19 @@ def query_record(
     on_injection: object,
     as_of: Any = None,
     include_superseded: object = False,
+    scope_prefix: object = None,
+    offset: object = 0,
 ) -> QueryRecord:
     """The arguments shared by ``query`` and ``context``, checked."""
     at, every = validity(as_of, include_superseded)
+    prefix = optional_text("scope_prefix", scope_prefix)
+    if prefix is not None and scope is not None:
+        raise InvalidInputError("give scope or scope_prefix, not both")
     return {
         "text": text("q", q),
-        "scopes": scopes(scope),
+        "scopes": ALL_SCOPES if prefix is not None else scopes(scope),
+        "scope_prefix": prefix,
+        "offset": non_negative_int("offset", offset),
         "budget": positive_int("budget", budget),
         "now": timestamp_us("now", now),
         "depth": None if depth is None else positive_int("depth", depth),

@@ -60,6 +60,8 @@ class Embedding:
     async def _query_vector(self, q: str, embedding: Vector | None) -> Any:
         if embedding is not None:
             return as_vector(embedding, "embedding")
+        if not q.strip():
+            return None  # a query without words lists; nothing to embed
         vectors = await self._embed([q], scrubbed=True)
         return None if vectors is None else vectors[0]
 

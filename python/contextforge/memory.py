@@ -334,6 +334,8 @@ class ContextForge(Lineage, Distilling):
         as_of: Timestamp | None = None,
         include_superseded: bool = False,
         with_sources: bool = False,
+        scope_prefix: str | None = None,
+        offset: int = 0,
     ) -> Hits:
         """Finds the entries most relevant to ``q`` and packs them into ``budget`` tokens.
 
@@ -361,8 +363,12 @@ class ContextForge(Lineage, Distilling):
             session_id: Only entries of this session.
             since: Only entries at or after this time.
             until: Only entries before this time.
-            metadata: Only entries whose metadata has these top-level values
-                (``{"source": "slack", "priority": 2}``; str, number, bool or None).
+            metadata: Only entries whose metadata matches this filter
+                (docs/filters.md): ``{"source": "slack", "priority": 2}``
+                for equal values, dotted keys for nested ones
+                (``{"user.tier": "pro"}``), and the operators ``$eq $ne $gt
+                $gte $lt $lte $in $nin $exists``, ``$and`` and ``$or``
+                (``{"priority": {"$gte": 2}}``); numbers compare as numbers.
             on_injection: ``"flag"`` returns hits that look like prompt injection
                 with their ``risks`` listed; ``"drop"`` leaves them out and packs
                 the budget with the next best.
@@ -386,6 +392,16 @@ class ContextForge(Lineage, Distilling):
                 hit's ``current`` says whether it holds at ``now``.
             with_sources: Attach each hit's direct sources (``hits.sources``,
                 by hit id; see :meth:`sources` to follow them further).
+            scope_prefix: Search this scope and every scope beneath it
+                (``"org:1"`` takes ``org:1``, ``org:1/user:42``, never
+                ``org:10``: levels are separated by ``/``); leave ``scope``
+                out.
+            offset: Skip the first ``offset`` hits in rank order, then apply
+                the budget and the limit: the next page.
+
+        With no words (``q`` empty or blank), the query lists what its filters
+        select, newest first, with ``score`` ``None``, the same way: offset,
+        then budget and limit.
 
         Filters are applied inside the index, never by trimming a global top-k, so
         every matching entry is a candidate. BM25 statistics are the whole store's:
@@ -406,6 +422,8 @@ class ContextForge(Lineage, Distilling):
             on_injection=on_injection,
             as_of=as_of,
             include_superseded=include_superseded,
+            scope_prefix=scope_prefix,
+            offset=offset,
         )
         record["explain"] = _convert.flag("explain", explain)
         want_sources = _convert.flag("with_sources", with_sources)
@@ -438,6 +456,8 @@ class ContextForge(Lineage, Distilling):
         embedding: Vector | None = None,
         as_of: Timestamp | None = None,
         include_superseded: bool = False,
+        scope_prefix: str | None = None,
+        offset: int = 0,
     ) -> _core.Context:
         """A prompt-ready block of the memory relevant to ``q``, for example::
 
@@ -488,6 +508,8 @@ class ContextForge(Lineage, Distilling):
             on_injection=on_injection,
             as_of=as_of,
             include_superseded=include_superseded,
+            scope_prefix=scope_prefix,
+            offset=offset,
         )
         record["order"] = _convert.choice("order", order, ("score", "chronological", "edges"))
         record["embedding"] = await self._query_vector(record["text"], embedding)
@@ -649,6 +671,27 @@ class ContextForge(Lineage, Distilling):
         this reclaims their space."""
         return await self._engine.purge_expired(_convert.timestamp_us("now", now))
 
+    async def delete_where(
+        self,
+        *,
+        scope: ScopeFilter = ALL_SCOPES,
+        scope_prefix: str | None = None,
+        session_id: str | None = None,
+        kind: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Deletes every entry the selection holds, in one transaction, and
+        returns how many: a scope (``None``: global entries), a ``scope_prefix``
+        (the scope and those beneath it), a session, a kind, a ``metadata``
+        filter (as :meth:`query`'s), together. At least one must be given;
+        :meth:`clear_all` deletes everything. Like :meth:`delete`, the content
+        may stay in the search index's files until a merge: :meth:`forget`
+        takes the same selections and leaves no byte behind."""
+        record = _convert.list_record(
+            scope, kind, session_id, scope_prefix=scope_prefix, metadata=metadata
+        )
+        return await self._engine.delete_where(record)
+
     async def clear_scope(self, scope: str) -> int:
         """Deletes every entry of exactly ``scope`` (no prefixes, no wildcards) and
         returns how many. Global entries are never touched."""
@@ -660,10 +703,11 @@ class ContextForge(Lineage, Distilling):
             raise InvalidInputError("clear_all() deletes every scope: pass confirm=True")
         return await self._engine.clear_all()
 
-    async def scopes(self) -> dict[str | None, int]:
+    async def scopes(self, prefix: str | None = None) -> dict[str | None, int]:
         """Every scope with its number of live (unexpired) entries; ``None`` is the
-        global scope."""
-        return dict(await self._engine.scopes())
+        global scope. With ``prefix``, only that scope and the scopes beneath it
+        (``"org:1"``: ``org:1`` and ``org:1/...``, never ``org:10``)."""
+        return dict(await self._engine.scopes(_convert.optional_text("prefix", prefix)))
 
     async def list(
         self,
@@ -676,13 +720,16 @@ class ContextForge(Lineage, Distilling):
         page_size: int = _PAGE,
         as_of: Timestamp | None = None,
         include_superseded: bool = False,
+        scope_prefix: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[_core.Hit]:
         """Iterates over entries newest first, fetching ``page_size`` at a time, so
         memory stays bounded however large the store is. ``scope`` is one scope,
         ``None`` for global entries, or ``ALL_SCOPES`` (the default) for every
         scope. Entries with equal timestamps come newest id first. Only entries
         that hold now (or at ``as_of``) are listed, unless
-        ``include_superseded``."""
+        ``include_superseded``. ``scope_prefix`` lists a scope and those beneath
+        it (leave ``scope`` out); ``metadata`` is a filter as :meth:`query`'s."""
         record = _convert.list_record(
             scope,
             kind,
@@ -691,6 +738,8 @@ class ContextForge(Lineage, Distilling):
             until,
             as_of=as_of,
             include_superseded=include_superseded,
+            scope_prefix=scope_prefix,
+            metadata=metadata,
         )
         size = _convert.positive_int("page_size", page_size)
         cursor: tuple[int, int] | None = None
@@ -707,13 +756,24 @@ class ContextForge(Lineage, Distilling):
         *,
         as_of: Timestamp | None = None,
         include_superseded: bool = False,
+        scope_prefix: str | None = None,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> int:
         """The number of live entries that hold now (or at ``as_of``; every
         version with ``include_superseded``): in every scope by default
         (``ALL_SCOPES``), in one scope when given, or global entries for
-        ``scope=None``."""
+        ``scope=None``; under ``scope_prefix``, of a session, matching a
+        ``metadata`` filter (as :meth:`query`'s)."""
         return await self._engine.count(
-            _convert.list_record(scope, as_of=as_of, include_superseded=include_superseded)
+            _convert.list_record(
+                scope,
+                session_id=session_id,
+                as_of=as_of,
+                include_superseded=include_superseded,
+                scope_prefix=scope_prefix,
+                metadata=metadata,
+            )
         )
 
     async def flush(self) -> None:

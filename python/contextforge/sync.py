@@ -196,6 +196,7 @@ class ContextForgeSync:
     derived = _blocking(ContextForge.derived)
     delete = _blocking(ContextForge.delete)
     delete_many = _blocking(ContextForge.delete_many)
+    delete_where = _blocking(ContextForge.delete_where)
     purge_expired = _blocking(ContextForge.purge_expired)
     clear_scope = _blocking(ContextForge.clear_scope)
     clear_all = _blocking(ContextForge.clear_all)

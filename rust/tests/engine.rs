@@ -408,7 +408,7 @@ fn clear_scope_touches_exactly_one_scope() {
     engine.save(NewEntry::new("global keep")).unwrap();
     assert_eq!(engine.clear_scope("b").unwrap(), 2);
     assert_eq!(engine.clear_scope("b").unwrap(), 0);
-    let scopes = engine.scopes().unwrap();
+    let scopes = engine.scopes(None).unwrap();
     assert_eq!(scopes, vec![(None, 1), (Some("a".into()), 1)]);
     assert!(query(&engine, "drop", None).is_empty());
     assert_eq!(engine.clear_all().unwrap(), 2);

@@ -54,7 +54,7 @@ fn a_new_version_supersedes_the_current_one_and_both_stay() {
     let old = engine.get_many(&[berlin], None).unwrap().remove(0).unwrap().entry;
     assert_eq!(old.validity.superseded_by, Some(paris));
     // Current truth only, by default, in listings and counts too.
-    let filter = ListFilter { scope: Some(Some("user:1".into())), ..ListFilter::default() };
+    let filter = ListFilter { scopes: Some(vec![Some("user:1".into())]), ..ListFilter::default() };
     assert_eq!(engine.count(&filter).unwrap(), 1);
     assert_eq!(engine.count(&ListFilter { all_versions: true, ..filter.clone() }).unwrap(), 2);
     // Still true after the index is committed and the store reopened.

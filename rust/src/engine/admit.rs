@@ -7,21 +7,21 @@
 //! The rows are read for packing anyway, so the check costs a few comparisons.
 
 use crate::entry::{Entry, Micros};
-use crate::index::schema::metadata_terms;
 
+use super::select::Selection;
 use super::Query;
 
 /// The filters of a query, ready to compare with rows.
 pub(super) struct Admit<'q> {
     query: &'q Query,
-    /// `key=<json>` terms every hit's metadata must hold.
-    metadata: Vec<String>,
+    /// Its scope prefix and metadata filter.
+    selection: &'q Selection,
     now: Micros,
 }
 
 impl<'q> Admit<'q> {
-    pub(super) fn new(query: &'q Query, metadata: Vec<String>, now: Micros) -> Self {
-        Self { query, metadata, now }
+    pub(super) fn new(query: &'q Query, selection: &'q Selection, now: Micros) -> Self {
+        Self { query, selection, now }
     }
 
     /// Whether `entry` matches every filter of the query (and is alive at the
@@ -37,12 +37,22 @@ impl<'q> Admit<'q> {
             q.session_id.as_ref().is_none_or(|s| entry.session_id.as_deref() == Some(s.as_str()));
         let time_ok =
             q.since.is_none_or(|t| entry.timestamp >= t) && q.until.is_none_or(|t| entry.timestamp < t);
-        let metadata_ok = self.metadata.is_empty() || {
-            let held = metadata_terms(entry.metadata.as_deref());
-            self.metadata.iter().all(|term| held.contains(term))
-        };
+        let prefix_ok = self
+            .selection
+            .prefix
+            .as_deref()
+            .is_none_or(|p| entry.scope.as_deref().is_some_and(|s| crate::scope_path::under(s, p)));
+        let metadata_ok =
+            self.selection.filter.as_ref().is_none_or(|f| f.matches_json(entry.metadata.as_deref()));
         let valid_ok = q.valid_at(self.now).is_none_or(|at| entry.valid_at(at));
-        scope_ok && kind_ok && session_ok && time_ok && metadata_ok && valid_ok && entry.alive_at(self.now)
+        scope_ok
+            && prefix_ok
+            && kind_ok
+            && session_ok
+            && time_ok
+            && metadata_ok
+            && valid_ok
+            && entry.alive_at(self.now)
     }
 
     /// `admits`, logging a refusal: the index offered a row its filters exclude.

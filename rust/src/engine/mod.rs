@@ -7,6 +7,7 @@ mod audit;
 mod distill;
 mod forget;
 mod read;
+mod select;
 mod vectors;
 mod write;
 

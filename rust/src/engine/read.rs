@@ -20,7 +20,7 @@ use crate::render::{render, Context, Known, Order};
 use crate::store::{now_micros, ListFilter};
 
 const MICROS_PER_DAY: f64 = 86_400_000_000.0;
-const MAX_DEPTH: usize = 10_000;
+pub(super) const MAX_DEPTH: usize = 10_000;
 
 /// What a query asks for. Every filter is applied inside the index, so a
 /// filtered query returns what the same query would on a store holding only the
@@ -44,8 +44,13 @@ pub struct Query {
     pub since: Option<Micros>,
     /// Entries strictly before this time.
     pub until: Option<Micros>,
-    /// A JSON object of top-level values the entry's metadata must equal.
+    /// Only this scope and the scopes beneath it (`scope_path`); `scopes`
+    /// must then be `None`.
+    pub scope_prefix: Option<String>,
+    /// A metadata filter's JSON text (`crate::filter`).
     pub metadata: Option<String>,
+    /// Hits to skip, in rank order, before the budget and the limit apply.
+    pub offset: usize,
     /// Whether hits flagged for prompt injection are returned (flagged) or dropped.
     pub injection: InjectionPolicy,
     /// Attach each hit's score parts.
@@ -125,6 +130,9 @@ impl Query {
         for scope in self.scopes.iter().flatten().flatten() {
             validate_label("scope", scope)?;
         }
+        if self.scope_prefix.is_some() && self.scopes.is_some() {
+            return Err(Error::invalid("give scope or scope_prefix, not both"));
+        }
         for kind in self.kinds.iter().flatten() {
             validate_label("kind", kind)?;
         }
@@ -172,11 +180,24 @@ impl Memory {
         let since = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
         let synced = Instant::now();
         let now = query.now.unwrap_or_else(now_micros);
-        let metadata = metadata_filter(query.metadata.as_deref())?;
+        let selection = self.selection(query)?;
+        if query.text.trim().is_empty() {
+            let hits = self.browse(query, &selection, now)?;
+            self.note_returned(hits.iter().map(|h| h.entry.id), now_micros());
+            self.note_read(query, &hits, now_micros());
+            let total_us = since(started);
+            return Ok((
+                hits,
+                Timings { sync_us: (synced - started).as_secs_f64() * 1e6, total_us, ..Timings::default() },
+            ));
+        }
         // Alive at the query's clock, as the index judges it.
-        let admit = Admit::new(query, metadata.clone(), now);
+        let admit = Admit::new(query, &selection, now);
         let request = SearchRequest {
-            metadata,
+            metadata: selection.terms.clone(),
+            scope_prefix: selection.prefix.clone(),
+            metadata_filter: selection.filter.clone(),
+            allowed: selection.allowed.clone(),
             text: query.text.clone(),
             scopes: query
                 .scopes
@@ -186,7 +207,7 @@ impl Memory {
             session_id: query.session_id.clone(),
             since: query.since,
             until: query.until,
-            depth: query.depth.unwrap_or(self.config.depth),
+            depth: (query.depth.unwrap_or(self.config.depth) + query.offset).min(MAX_DEPTH),
             now,
             valid_at: query.valid_at(now),
             recency_weight: self.config.recency.weight,
@@ -217,10 +238,18 @@ impl Memory {
         // An entry deleted by another process since the index last looked comes
         // back as `None` and is refused like a flagged one: its budget is reused.
         // So is one below the relevance floor.
+        // With an offset, the first `offset` hits are taken (checked, and
+        // without a budget) to be skipped, and the budget applies after them.
+        let limit = query.limit.unwrap_or(usize::MAX);
+        let (budget, taken) = if query.offset > 0 {
+            (u64::MAX, limit.saturating_add(query.offset))
+        } else {
+            (query.budget, limit)
+        };
         let packed = pack_checked(
             &candidates,
-            query.budget,
-            query.limit.unwrap_or(usize::MAX),
+            budget,
+            taken,
             |ids| {
                 let missing: Vec<i64> =
                     ids.iter().copied().filter(|id| !prefetched.contains_key(id)).collect();
@@ -249,6 +278,7 @@ impl Memory {
                     && duplicates.admit(|| self.index.vector(hit.entry.id), &hit.entry.content)
             },
         )?;
+        let packed = if query.offset > 0 { after_offset(packed, query.offset, query.budget) } else { packed };
         self.note_returned(packed.iter().map(|(c, _)| c.id), now_micros());
         let content_bm25 = if query.explain { self.content_bm25(&request)? } else { HashMap::new() };
         let hits: Vec<Hit> = packed
@@ -469,9 +499,11 @@ impl Memory {
     }
 
     /// Every scope with its number of live entries; `None` is the global scope.
-    pub fn scopes(&self) -> Result<Vec<(Option<String>, i64)>> {
+    /// With `prefix`, only that scope and those beneath it (`scope_path`).
+    pub fn scopes(&self, prefix: Option<&str>) -> Result<Vec<(Option<String>, i64)>> {
         self.check_open()?;
-        self.store.scopes(now_micros())
+        let prefix = prefix.map(crate::scope_path::normalize_prefix).transpose()?;
+        self.store.scopes(now_micros(), prefix.as_deref())
     }
 }
 
@@ -489,23 +521,19 @@ fn known(query: &Query) -> Known<'_> {
     }
 }
 
-/// Index terms for a metadata equality filter: a JSON object of scalars.
-fn metadata_filter(json: Option<&str>) -> Result<Vec<String>> {
-    let Some(json) = json else { return Ok(Vec::new()) };
-    let value: serde_json::Value = serde_json::from_str(json)
-        .map_err(|err| Error::invalid(format!("metadata filter is not JSON: {err}")))?;
-    let serde_json::Value::Object(map) = value else {
-        return Err(Error::invalid("metadata filter must be an object"));
-    };
-    map.iter()
-        .map(|(key, value)| {
-            if value.is_object() || value.is_array() {
-                Err(Error::invalid(format!(
-                    "metadata filter {key:?}: only str, number, bool and null values can be matched"
-                )))
-            } else {
-                Ok(crate::index::schema::metadata_term(key, value))
+/// What follows the first `offset` of `packed`, taken in order while it fits
+/// `budget`.
+fn after_offset<T>(packed: Vec<(Candidate, T)>, offset: usize, budget: u64) -> Vec<(Candidate, T)> {
+    let mut left = budget;
+    packed
+        .into_iter()
+        .skip(offset)
+        .filter(|(c, _)| {
+            let fits = u64::from(c.tokens) <= left;
+            if fits {
+                left -= u64::from(c.tokens);
             }
+            fits
         })
         .collect()
 }
@@ -519,7 +547,7 @@ fn current(filter: &ListFilter) -> ListFilter {
 }
 
 fn validate_filter(filter: &ListFilter) -> Result<()> {
-    if let Some(Some(scope)) = &filter.scope {
+    for scope in filter.scopes.iter().flatten().flatten() {
         validate_label("scope", scope)?;
     }
     for (name, ts) in [("since", filter.since), ("until", filter.until), ("as_of", filter.valid_at)] {

@@ -259,6 +259,30 @@ impl Memory {
         Ok(n)
     }
 
+    /// Deletes every entry `filter` selects (a scope, a scope prefix, a
+    /// session, a kind, a metadata filter; at least one); returns how many.
+    pub fn delete_selected(&self, filter: &crate::store::ListFilter) -> Result<usize> {
+        self.check_open()?;
+        let selects = filter.scopes.is_some()
+            || filter.scope_prefix.is_some()
+            || filter.session_id.is_some()
+            || filter.kind.is_some()
+            || filter.metadata.as_ref().is_some_and(|m| !m.is_empty());
+        if !selects {
+            return Err(crate::error::Error::invalid(
+                "delete_where needs a scope, scope_prefix, session_id, kind or a non-empty metadata \
+                 filter (clear_all(confirm=True) deletes everything)",
+            ));
+        }
+        for scope in filter.scopes.iter().flatten().flatten() {
+            validate_label("scope", scope)?;
+        }
+        let deleted = self.store.delete_selected(filter)?;
+        let n = deleted.len();
+        self.publish(deletions(deleted))?;
+        Ok(n)
+    }
+
     /// Deletes every entry of exactly `scope`; returns how many.
     pub fn clear_scope(&self, scope: &str) -> Result<usize> {
         self.check_open()?;

@@ -11,7 +11,7 @@
 //! `segments.rs`) scores little more than one over a single segment.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -33,6 +33,8 @@ pub struct BoostedTopK<'a> {
     pub valid_at: Option<Micros>,
     /// Committed documents the tail has replaced or deleted.
     pub tombstones: &'a HashMap<i64, i64>,
+    /// Only these entries, when given (a metadata filter's selection).
+    pub allowed: Option<Arc<HashSet<i64>>>,
     /// The searcher's columns, by segment ordinal.
     pub columns: &'a SegmentColumns,
     /// The best `k` of the segments searched so far (start with the default).
@@ -77,6 +79,7 @@ pub struct SegmentTopK {
     half_life_us: f64,
     max_boost: f32,
     tombstones: HashMap<i64, i64>,
+    allowed: Option<Arc<HashSet<i64>>>,
     columns: Columns,
     /// The best `k` so far, worst on top.
     heap: BinaryHeap<Reverse<ByScore>>,
@@ -99,6 +102,7 @@ impl SegmentTopK {
         let beats_worst = worst.is_none_or(|w| score.total_cmp(&w.score).then(id.cmp(&w.id)).is_gt());
         if beats_worst
             && !self.tombstones.contains_key(&id)
+            && self.allowed.as_ref().is_none_or(|ids| ids.contains(&id))
             && cols.expires.get_val(doc) > self.now
             && self
                 .valid_at
@@ -167,6 +171,7 @@ impl Collector for BoostedTopK<'_> {
             half_life_us: self.half_life_us,
             max_boost: self.max_boost(),
             tombstones: self.tombstones.clone(),
+            allowed: self.allowed.clone(),
             columns,
             heap: BinaryHeap::with_capacity(self.k.max(1) + 1),
         })

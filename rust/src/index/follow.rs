@@ -237,8 +237,12 @@ impl SearchIndex {
         let mut guard = self.writer.lock();
         let writer = guard.as_mut().ok_or(Error::Closed)?;
         writer.set_merge_policy(Box::new(CappedMerges::new()));
-        let new: Vec<SegmentMeta> =
-            writer.index().searchable_segment_metas()?.into_iter().filter(|m| !before.contains(&m.id())).collect();
+        let new: Vec<SegmentMeta> = writer
+            .index()
+            .searchable_segment_metas()?
+            .into_iter()
+            .filter(|m| !before.contains(&m.id()))
+            .collect();
         let groups = groups_of(&new);
         drop(new); // a living segment meta keeps its files from the collection below
         if merge_groups(writer, groups, false)? > 0 {

@@ -60,7 +60,7 @@ impl Neighbours {
             (text, prior.last().map_or(0, |(_, id, _)| *id))
         } else {
             let filter = ListFilter {
-                scope: Some(entry.scope.clone()),
+                scopes: Some(vec![entry.scope.clone()]),
                 session_id: Some(session.clone()),
                 since: Some(since),
                 ..ListFilter::default()

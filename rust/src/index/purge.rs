@@ -28,8 +28,12 @@ impl SearchIndex {
         let deadline = Instant::now() + PURGE_WAIT;
         let mut rewritten = 0;
         loop {
-            let with_deletes: Vec<SegmentMeta> =
-                writer.index().searchable_segment_metas()?.into_iter().filter(SegmentMeta::has_deletes).collect();
+            let with_deletes: Vec<SegmentMeta> = writer
+                .index()
+                .searchable_segment_metas()?
+                .into_iter()
+                .filter(SegmentMeta::has_deletes)
+                .collect();
             if with_deletes.is_empty() {
                 break;
             }

@@ -41,6 +41,9 @@ pub struct Fields {
     pub valid_from: Field,
     /// When it stops holding, `i64::MAX` for open.
     pub valid_to: Field,
+    /// Every level of the entry's scope (`scope_path::levels`), for a search
+    /// by scope prefix; none for a global entry.
+    pub scope_path: Field,
 }
 
 pub fn build() -> (Schema, Fields) {
@@ -65,6 +68,7 @@ pub fn build() -> (Schema, Fields) {
         meta: builder.add_text_field("meta", STRING),
         valid_from: builder.add_i64_field("valid_from", FAST),
         valid_to: builder.add_i64_field("valid_to", FAST),
+        scope_path: builder.add_text_field("scope_path", STRING),
     };
     (builder.build(), fields)
 }
@@ -273,6 +277,9 @@ pub fn document(fields: &Fields, entry: &Entry, extra: &Extra) -> TantivyDocumen
     let mut doc = TantivyDocument::default();
     doc.add_i64(fields.id, entry.id);
     doc.add_text(fields.scope, scope_key(entry.scope.as_deref()));
+    for level in entry.scope.as_deref().into_iter().flat_map(crate::scope_path::levels) {
+        doc.add_text(fields.scope_path, level);
+    }
     doc.add_text(fields.kind, &entry.kind);
     if let Some(session) = &entry.session_id {
         doc.add_text(fields.session, session);

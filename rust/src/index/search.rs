@@ -1,8 +1,9 @@
 //! Ranked candidates for a query: BM25 with a recency boost, over the committed
 //! index and the tail, with the scope filter applied inside the index.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
+use std::sync::Arc;
 
 use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery,
@@ -45,8 +46,14 @@ pub struct SearchRequest {
     pub session_id: Option<String>,
     pub since: Option<Micros>,
     pub until: Option<Micros>,
+    /// Only this scope and those beneath it (`scope_path`).
+    pub scope_prefix: Option<String>,
     /// Metadata equality filters as `metadata_term`s; all must hold.
     pub metadata: Vec<String>,
+    /// The whole metadata filter, when the terms do not decide it.
+    pub metadata_filter: Option<Arc<crate::filter::Filter>>,
+    /// Only these entries (the ids a metadata filter selects in the store).
+    pub allowed: Option<Arc<HashSet<i64>>>,
     pub depth: usize,
     pub now: Micros,
     /// Only entries whose validity interval holds this time (`Entry::valid_at`);
@@ -219,6 +226,10 @@ impl SearchIndex {
                 filter(Box::new(TermSetQuery::new(keys)));
             }
         }
+        if let Some(prefix) = &req.scope_prefix {
+            let term = Term::from_field_text(self.fields.scope_path, prefix);
+            filter(Box::new(TermQuery::new(term, IndexRecordOption::Basic)));
+        }
         if let Some(kinds) = &req.kinds {
             let keys = kinds.iter().map(|k| Term::from_field_text(self.fields.kind, k));
             filter(Box::new(TermSetQuery::new(keys)));
@@ -248,6 +259,12 @@ impl SearchRequest {
     pub(super) fn admits(&self, entry: &crate::entry::Entry) -> bool {
         let scope = schema::scope_key(entry.scope.as_deref());
         self.scopes.as_ref().is_none_or(|s| s.iter().any(|x| x == scope))
+            && self
+                .scope_prefix
+                .as_ref()
+                .is_none_or(|p| entry.scope.as_deref().is_some_and(|s| crate::scope_path::under(s, p)))
+            && self.allowed.as_ref().is_none_or(|ids| ids.contains(&entry.id))
+            && self.metadata_filter.as_ref().is_none_or(|f| f.matches_json(entry.metadata.as_deref()))
             && self.kinds.as_ref().is_none_or(|k| k.contains(&entry.kind))
             && self.session_id.as_ref().is_none_or(|s| entry.session_id.as_ref() == Some(s))
             && self.since.is_none_or(|since| entry.timestamp >= since)
@@ -378,6 +395,7 @@ fn committed(
         half_life_us: req.half_life_us,
         valid_at: req.valid_at,
         tombstones,
+        allowed: req.allowed.clone(),
         columns,
         carried: Default::default(),
     };

@@ -15,7 +15,7 @@ use tantivy::indexer::{LogMergePolicy, MergeCandidate, MergePolicy};
 
 /// The most documents a merge builds into one segment (docs/performance.md,
 /// "Segments").
-pub const SEGMENT_DOCS: u32 = 1 << 17;
+pub const SEGMENT_DOCS: u32 = 1 << 18;
 
 /// Background merges: tantivy's log policy, with every candidate split into
 /// groups under `SEGMENT_DOCS`.
@@ -39,9 +39,8 @@ impl CappedMerges {
 
 impl MergePolicy for CappedMerges {
     fn compute_merge_candidates(&self, segments: &[SegmentMeta]) -> Vec<MergeCandidate> {
-        let docs = |id: &SegmentId| {
-            segments.iter().find(|meta| meta.id() == *id).map_or(0, SegmentMeta::num_docs)
-        };
+        let docs =
+            |id: &SegmentId| segments.iter().find(|meta| meta.id() == *id).map_or(0, SegmentMeta::num_docs);
         self.log
             .compute_merge_candidates(segments)
             .into_iter()
@@ -60,7 +59,7 @@ impl MergePolicy for CappedMerges {
 /// into the first group with room. Groups of one are returned too: a purge
 /// rewrites such a segment alone, a merge skips it.
 pub fn groups(mut segments: Vec<(SegmentId, u32)>, cap: u32) -> Vec<Vec<SegmentId>> {
-    segments.sort_by(|a, b| b.1.cmp(&a.1));
+    segments.sort_by_key(|s| std::cmp::Reverse(s.1));
     let mut out: Vec<(Vec<SegmentId>, u64)> = Vec::new();
     for (id, docs) in segments {
         match out.iter_mut().find(|(_, total)| total + u64::from(docs) <= u64::from(cap)) {

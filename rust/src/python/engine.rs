@@ -354,13 +354,21 @@ impl Engine {
 
     fn count<'py>(&self, py: Python<'py>, filter: Record<ListRecord>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        let filter = filter.0.into();
+        let filter = filter.0.filter().map_err(to_py)?;
         awaitable(py, move || core.count(&filter))
     }
 
-    fn scopes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (prefix=None))]
+    fn scopes<'py>(&self, py: Python<'py>, prefix: Option<Text>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        awaitable(py, move || core.scopes())
+        awaitable(py, move || core.scopes(prefix.as_ref().map(|p| p.0.as_str())))
+    }
+
+    /// Deletes what a `_convert.ListRecord` selects; returns how many.
+    fn delete_where<'py>(&self, py: Python<'py>, filter: Record<ListRecord>) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        let filter = filter.0.filter().map_err(to_py)?;
+        awaitable(py, move || core.delete_selected(&filter))
     }
 
     /// One page, newest first, after the (timestamp_us, id) cursor.
@@ -372,7 +380,7 @@ impl Engine {
         limit: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        let filter = filter.0.into();
+        let filter = filter.0.filter().map_err(to_py)?;
         awaitable(py, move || {
             let page = core.list(&filter, after, limit)?;
             let cursor = page.last().map(|e| (e.timestamp, e.id));

@@ -24,7 +24,8 @@ impl From<EngineHit> for Hit {
         Self {
             current: hit.entry.valid_at(crate::store::now_micros()),
             entry: hit.entry,
-            score: Some(hit.score),
+            // NaN: listed by a query without words, so without relevance.
+            score: (!hit.score.is_nan()).then_some(hit.score),
             risks: hit.risks.iter().map(|r| (*r).to_owned()).collect(),
             explain: hit.explain,
         }

@@ -17,8 +17,12 @@ const FETCH_WIDTHS: [usize; 6] = [8, 16, 32, 64, 128, 256];
 /// Filters for `list` and `count`; every `None` matches everything.
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {
-    /// `Some(None)` selects global entries.
-    pub scope: Option<Option<String>>,
+    /// These scopes (`None` in the list: global entries); `None`: any.
+    pub scopes: Option<Vec<Option<String>>>,
+    /// Only this scope and the scopes beneath it (`scope_path`).
+    pub scope_prefix: Option<String>,
+    /// Only entries whose metadata matches.
+    pub metadata: Option<crate::filter::Filter>,
     pub kind: Option<String>,
     pub session_id: Option<String>,
     pub since: Option<Micros>,
@@ -33,12 +37,26 @@ pub struct ListFilter {
 }
 
 impl ListFilter {
-    fn sql(&self) -> (String, Vec<Value>) {
+    pub(super) fn sql(&self) -> (String, Vec<Value>) {
         let mut clauses = Vec::new();
         let mut params = Vec::new();
-        if let Some(scope) = &self.scope {
-            params.push(opt_text(scope.as_deref()));
-            clauses.push(format!("scope IS ?{}", params.len()));
+        if let Some(scopes) = &self.scopes {
+            let any: Vec<String> = scopes
+                .iter()
+                .map(|scope| {
+                    params.push(opt_text(scope.as_deref()));
+                    format!("scope IS ?{}", params.len())
+                })
+                .collect();
+            clauses.push(if any.is_empty() { "0".to_owned() } else { format!("({})", any.join(" OR ")) });
+        }
+        if let Some(prefix) = &self.scope_prefix {
+            clauses.push(crate::scope_path::sql(prefix, &mut params));
+        }
+        if let Some(filter) = &self.metadata {
+            if !filter.is_empty() {
+                clauses.push(filter.sql(&mut params));
+            }
         }
         if let Some(kind) = &self.kind {
             params.push(text(kind));
@@ -161,18 +179,39 @@ impl Store {
         self.scalar(&format!("SELECT COUNT(*) FROM entries WHERE {clause}"), params)
     }
 
-    /// Every scope with its number of entries alive at `now`; `None` is the
-    /// global scope. A scope whose entries have all expired is left out.
-    pub fn scopes(&self, now: Micros) -> Result<Vec<(Option<String>, i64)>> {
+    /// The ids of the entries `filter` selects (a metadata filter's selection,
+    /// for a query).
+    pub fn ids_where(&self, filter: &ListFilter) -> Result<std::collections::HashSet<i64>> {
+        let (clause, params) = filter.sql();
+        let sql = format!("SELECT id FROM entries WHERE {clause}");
         self.with_reader(|conn| {
             block_on(async {
-                let mut rows = conn
-                    .query(
-                        "SELECT scope, COUNT(*) FROM entries WHERE expires_at IS NULL OR expires_at > ?1 \
-                         GROUP BY scope ORDER BY scope",
-                        [now],
-                    )
-                    .await?;
+                let mut rows = conn.query(&sql, params.clone()).await?;
+                let mut out = std::collections::HashSet::new();
+                while let Some(row) = rows.next().await? {
+                    out.insert(row.get::<i64>(0)?);
+                }
+                Ok(out)
+            })
+        })
+    }
+
+    /// Every scope with its number of entries alive at `now`; `None` is the
+    /// global scope. A scope whose entries have all expired is left out.
+    /// With `prefix`, only that scope and those beneath it (`scope_path`).
+    pub fn scopes(&self, now: Micros, prefix: Option<&str>) -> Result<Vec<(Option<String>, i64)>> {
+        let mut params = vec![Value::Integer(now)];
+        let under = match prefix {
+            Some(prefix) => format!(" AND {}", crate::scope_path::sql(prefix, &mut params)),
+            None => String::new(),
+        };
+        let sql = format!(
+            "SELECT scope, COUNT(*) FROM entries WHERE (expires_at IS NULL OR expires_at > ?1){under} \
+             GROUP BY scope ORDER BY scope"
+        );
+        self.with_reader(|conn| {
+            block_on(async {
+                let mut rows = conn.query(&sql, params.clone()).await?;
                 let mut out = Vec::new();
                 while let Some(row) = rows.next().await? {
                     out.push((row.get(0)?, row.get(1)?));

@@ -273,6 +273,12 @@ impl Store {
         })
     }
 
+    /// Deletes every entry `filter` selects, in one transaction.
+    pub fn delete_selected(&self, filter: &super::ListFilter) -> Result<Vec<(i64, i64)>> {
+        let (clause, params) = filter.sql();
+        self.delete_where(&format!("SELECT id FROM entries WHERE {clause}"), params, true)
+    }
+
     /// Deletes every entry that expired at or before `now`.
     pub fn purge_expired(&self, now: Micros) -> Result<Vec<(i64, i64)>> {
         self.delete_where("SELECT id FROM entries WHERE expires_at <= ?1", vec![Value::Integer(now)], true)

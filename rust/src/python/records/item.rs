@@ -97,20 +97,29 @@ pub struct ListRecord {
     until: Option<Micros>,
     as_of: Option<Micros>,
     include_superseded: bool,
+    #[pyo3(default)]
+    scope_prefix: Option<Text>,
+    /// A metadata filter's JSON text (`crate::filter`).
+    #[pyo3(default)]
+    metadata: Option<Text>,
 }
 
-impl From<ListRecord> for ListFilter {
-    fn from(r: ListRecord) -> Self {
-        ListFilter {
-            scope: r.scope.into(),
-            kind: r.kind.map(String::from),
-            session_id: r.session_id.map(String::from),
-            since: r.since,
-            until: r.until,
+impl ListRecord {
+    /// The engine's filter; a bad scope prefix or metadata filter is refused.
+    pub fn filter(self) -> crate::error::Result<ListFilter> {
+        let one: Option<Option<String>> = self.scope.into();
+        Ok(ListFilter {
+            scopes: one.map(|scope| vec![scope]),
+            scope_prefix: self.scope_prefix.map(|p| crate::scope_path::normalize_prefix(&p.0)).transpose()?,
+            metadata: self.metadata.map(|m| crate::filter::Filter::parse(&m.0)).transpose()?,
+            kind: self.kind.map(String::from),
+            session_id: self.session_id.map(String::from),
+            since: self.since,
+            until: self.until,
             alive_at: None,
-            valid_at: r.as_of,
-            all_versions: r.include_superseded,
-        }
+            valid_at: self.as_of,
+            all_versions: self.include_superseded,
+        })
     }
 }
 

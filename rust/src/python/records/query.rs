@@ -27,6 +27,10 @@ pub struct QueryRecord<'py> {
     until: Option<Micros>,
     /// JSON text.
     metadata: Option<Text>,
+    #[pyo3(default)]
+    scope_prefix: Option<Text>,
+    #[pyo3(default)]
+    offset: usize,
     on_injection: Parsed<InjectionPolicy>,
     #[pyo3(default)]
     explain: bool,
@@ -52,6 +56,8 @@ impl QueryRecord<'_> {
             since: self.since,
             until: self.until,
             metadata: self.metadata.map(String::from),
+            scope_prefix: self.scope_prefix.map(String::from),
+            offset: self.offset,
             injection: self.on_injection.0,
             explain: self.explain,
             embedding: self.embedding.map(|v| v.as_array().to_vec()),
