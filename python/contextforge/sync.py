@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .config import Config
-from .errors import ClosedError
+from .errors import ClosedError, InvalidTypeError
 from .memory import ContextForge
 
 __all__ = ["ContextForgeSync"]
@@ -158,19 +158,55 @@ class ContextForgeSync:
     fetches a page at a time. One instance may be shared between threads. Close
     it (or use ``with``) to stop its thread; one that is garbage-collected or
     still open at interpreter exit is closed then.
+
+    One store can serve both kinds of caller, as a framework with a sync and
+    an async path needs: :meth:`sharing` makes a twin of an open
+    ``ContextForge``, and :attr:`aio` is the ``ContextForge`` behind a twin.
+    Both handles reach the same engine, index and connections, so what one
+    writes the other reads at once.
     """
 
-    __slots__ = ("__weakref__", "_async", "_lock", "_loop", "_thread")
+    __slots__ = ("__weakref__", "_async", "_lock", "_loop", "_owns", "_thread")
 
     def __init__(
-        self, store: ContextForge, loop: asyncio.AbstractEventLoop, thread: threading.Thread
+        self,
+        store: ContextForge,
+        loop: asyncio.AbstractEventLoop,
+        thread: threading.Thread,
+        *,
+        owns: bool = True,
     ) -> None:
-        """Use :meth:`open`."""
+        """Use :meth:`open` or :meth:`sharing`."""
         self._async = store
         self._loop: asyncio.AbstractEventLoop | None = loop  # None once closed
         self._thread = thread
+        self._owns = owns
         self._lock = threading.Lock()
         _open_stores.add(self)
+
+    @classmethod
+    def sharing(cls, store: ContextForge) -> ContextForgeSync:
+        """A blocking twin of the open ``store``: the same engine, index and
+        connections, driven from a thread of its own, so it may be called from
+        any thread, an event loop's included (it never runs ``store``'s
+        coroutines on the caller's loop). Closing the twin stops only its
+        thread; closing ``store`` closes the store for both."""
+        if not isinstance(store, ContextForge):
+            raise InvalidTypeError(
+                f"sharing() takes an open ContextForge, not {type(store).__name__}"
+            )
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(
+            target=_serve, args=(loop,), name="contextforge-sync", daemon=True
+        )
+        thread.start()
+        return cls(store, loop, thread, owns=False)
+
+    @property
+    def aio(self) -> ContextForge:
+        """The ``ContextForge`` behind this twin, for async callers: awaited on
+        any event loop, it reaches the same store."""
+        return self._async
 
     # Each public method is made from its ContextForge namesake (see "The twins" above):
     # the same signature and docstring, so the twin cannot drift.
@@ -231,7 +267,8 @@ class ContextForgeSync:
             if loop is None:
                 return
             try:
-                _wait(asyncio.run_coroutine_threadsafe(self._async.close(), loop))
+                if self._owns:
+                    _wait(asyncio.run_coroutine_threadsafe(self._async.close(), loop))
             finally:
                 self._loop = None
                 _open_stores.discard(self)
@@ -261,6 +298,11 @@ class ContextForgeSync:
             loop = self._loop
             future = None if loop is None else asyncio.run_coroutine_threadsafe(coro, loop)
         if future is None:
+            if not self._owns:  # the store may be open; this twin is not
+                coro.close()
+                raise ClosedError(
+                    "this sync twin is closed (the store it shared may still be open)"
+                )
             return _run_closed(coro)
         return _wait(future)
 
