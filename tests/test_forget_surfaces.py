@@ -18,7 +18,7 @@ from contextforge.cli.forget import _UNSET, _preview
 
 from .test_cli import CLI, one_line_error, run
 from .test_cli import snapshot as cli_snapshot
-from .test_mcp import OUTSIDE, call, connect, refused, result, snapshot, text
+from .test_mcp import OUTSIDE, call, connect, field, refused, result, snapshot, text
 
 RECEIPT = {
     "id",
@@ -275,9 +275,10 @@ async def test_forget_memory_in_an_allowed_scope(db: Path) -> None:
     async with connect(db, "--scope", "user:42", "--scope", "user:42:work") as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
         tool = tools["forget_memory"]
-        assert tool.annotations is not None and tool.annotations.destructiveHint is True
+        assert tool.annotations is not None
+        assert field(tool.annotations, "destructive_hint") is True
         assert "ONE scope" in (tool.description or "")
-        assert tool.outputSchema is not None
+        assert field(tool, "output_schema") is not None
 
         kept = await result(session, "save_memory", content="likes green tea")
         card = await result(
@@ -412,6 +413,6 @@ async def test_forget_memory_malformed_arguments(db: Path) -> None:
     async with connect(db, "--scope", "user:42") as session:
         for arguments in malformed:
             answer = await call(session, "forget_memory", **arguments)
-            assert answer.isError, (arguments, answer.structuredContent)
+            assert field(answer, "is_error"), (arguments, field(answer, "structured_content"))
             assert text(answer)
     assert await snapshot(db) == before

@@ -18,9 +18,9 @@ import pytest
 from contextforge import ContextForge, __version__
 from contextforge._core import Context
 from contextforge.mcp_server import ScopePolicy, build_server
+from contextforge.mcp_server.compat import MCP2, Server
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.types import CallToolResult, InitializeResult, TextContent, TextResourceContents
 from pydantic import AnyUrl
 
@@ -71,6 +71,41 @@ async def connect(db: Path, *flags: str) -> AsyncIterator[ClientSession]:
         yield session
 
 
+def field(model: Any, name: str) -> Any:
+    """A field of an MCP protocol type by its snake_case name (mcp 2); mcp 1 spells
+    it in camelCase (``is_error`` is ``isError``)."""
+    if not MCP2:
+        head, *rest = name.split("_")
+        name = head + "".join(word.title() for word in rest)
+    return getattr(model, name)
+
+
+@asynccontextmanager
+async def in_memory(server: Server) -> AsyncIterator[Any]:
+    """A client session with ``server`` in this process, over the SDK's memory streams:
+    ``mcp.client.Client`` on mcp 2, ``create_connected_server_and_client_session`` on 1."""
+    if MCP2:
+        from mcp.client import Client  # type: ignore[attr-defined, unused-ignore]
+
+        async with Client(server) as client:
+            yield client
+    else:
+        from mcp.shared.memory import (  # type: ignore[attr-defined, unused-ignore]
+            create_connected_server_and_client_session,
+        )
+
+        async with create_connected_server_and_client_session(server) as session:
+            yield session
+
+
+async def read_stats(session: ClientSession) -> TextResourceContents:
+    """The ``memory://stats`` resource."""
+    uri: Any = str(STATS) if MCP2 else STATS
+    stats = (await session.read_resource(uri)).contents[0]
+    assert isinstance(stats, TextResourceContents)
+    return stats
+
+
 async def call(session: ClientSession, tool: str, **arguments: Any) -> CallToolResult:
     return await session.call_tool(tool, arguments)
 
@@ -78,15 +113,18 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> CallToolR
 async def result(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
     """The structured result of a call that must succeed."""
     answer = await call(session, tool, **arguments)
-    assert not answer.isError, text(answer)
-    assert answer.structuredContent is not None
-    return answer.structuredContent
+    assert not field(answer, "is_error"), text(answer)
+    data: dict[str, Any] | None = field(answer, "structured_content")
+    assert data is not None
+    return data
 
 
 async def refused(session: ClientSession, tool: str, **arguments: Any) -> str:
     """The error text of a call that must fail."""
     answer = await call(session, tool, **arguments)
-    assert answer.isError, f"{tool}({arguments}) was allowed: {answer.structuredContent}"
+    assert field(answer, "is_error"), (
+        f"{tool}({arguments}) was allowed: {field(answer, 'structured_content')}"
+    )
     return text(answer)
 
 
@@ -125,9 +163,9 @@ async def test_tools_resources_and_untrusted_warnings(db: Path) -> None:
         assert set(tools) == TOOLS
         for name in ("save_memory", "search_memory", "get_memory", "update_memory"):
             assert "untrusted" in (tools[name].description or "")
-        assert tools["search_memory"].outputSchema is not None
+        assert field(tools["search_memory"], "output_schema") is not None
         assert tools["search_memory"].annotations is not None
-        assert tools["search_memory"].annotations.readOnlyHint is True
+        assert field(tools["search_memory"].annotations, "read_only_hint") is True
         resources = (await session.list_resources()).resources
         assert [str(r.uri) for r in resources] == ["memory://stats"]
 
@@ -166,11 +204,11 @@ async def test_save_search_get_update_delete(db: Path) -> None:
         )
 
         found = await call(session, "search_memory", query="tea", budget=512)
-        assert not found.isError
+        assert not field(found, "is_error")
         block = text(found)
         assert "prefers green tea" in block and "untrusted" in block.lower()
         assert f"[mem:{saved['id']} " in block
-        data = found.structuredContent
+        data = field(found, "structured_content")
         assert data is not None and data["context"] == block and data["scopes"] == ["user:42"]
         assert [h["id"] for h in data["hits"]] == [saved["id"]]
         assert data["hits"][0]["score"] > 0 and data["tokens"] <= 512
@@ -201,8 +239,7 @@ async def test_save_search_get_update_delete(db: Path) -> None:
         }
         assert "not found" in await refused(session, "get_memory", id=other["id"])
 
-        stats = (await session.read_resource(STATS)).contents[0]
-        assert isinstance(stats, TextResourceContents)
+        stats = await read_stats(session)
         assert json.loads(stats.text)["entries"] == 1
 
 
@@ -261,8 +298,7 @@ async def test_isolation_from_other_scopes(db: Path) -> None:
 
         listed = await result(session, "list_scopes")
         assert listed["scopes"] == [{"scope": "user:42", "entries": 1}]
-        stats = (await session.read_resource(STATS)).contents[0]
-        assert isinstance(stats, TextResourceContents)
+        stats = await read_stats(session)
         assert json.loads(stats.text)["scopes"] == [{"scope": "user:42", "entries": 1}]
     assert await snapshot(db) == before
 
@@ -369,8 +405,8 @@ def test_policy_rules() -> None:
 
 async def test_server_reports_its_own_version(db: Path) -> None:
     async with handshake(db, "--scope", "user:42") as (_, hello):
-        assert hello.serverInfo.name == "contextforge"
-        assert hello.serverInfo.version == __version__
+        assert field(hello, "server_info").name == "contextforge"
+        assert field(hello, "server_info").version == __version__
 
 
 @pytest.mark.parametrize("before_command", [False, True])
@@ -431,11 +467,9 @@ async def test_search_text_is_built_only_from_allowed_hits(
         assert {h.scope for h in leaked.hits} == {"user:alice", "user:bob"}  # the fault is live
 
         policy = ScopePolicy.create(["user:bob"], [], allow_global=False)
-        async with create_connected_server_and_client_session(
-            build_server(store, policy)
-        ) as session:
+        async with in_memory(build_server(store, policy)) as session:
             answer = await call(session, "search_memory", query="shopping list apples", budget=4096)
-    assert answer.isError and "outside this server's scopes" in text(answer)
+    assert field(answer, "is_error") and "outside this server's scopes" in text(answer)
     assert "alice" not in json.dumps(answer.model_dump(mode="json"))
     assert any(
         "outside this server's scopes" in r.getMessage() and r.levelname == "ERROR"

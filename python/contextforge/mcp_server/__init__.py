@@ -2,7 +2,7 @@
 
 Start it with ``contextforge mcp --scope user:42`` (see ``contextforge mcp --help``),
 or embed it: ``build_server(store, ScopePolicy.create(["user:42"], [], allow_global=False))``
-returns a ``FastMCP`` server.
+returns the MCP SDK's server (``FastMCP`` on mcp 1.x, ``MCPServer`` on mcp 2.x).
 """
 
 from .http import InsecureBind

@@ -16,15 +16,13 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Annotated, TypeVar
 
-from mcp.server.fastmcp import FastMCP
-from mcp.server.fastmcp.exceptions import ToolError
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from ..audit import Change, Read
 from ..distill.run import SavedItem
 from ..errors import InvalidInputError
 from ..memory import ContextForge
+from .compat import ToolError, Tools, hints
 from .models import ChangeRecord, Changes, Distilled, DistilledItem, ReadRecord, Reads
 from .policy import ScopeDenied, ScopePolicy
 
@@ -47,7 +45,7 @@ Since = Annotated[
 Limit = Annotated[int, Field(ge=1, le=_MAX_LIMIT, description="Return at most this many records.")]
 
 
-def register(server: FastMCP, store: ContextForge, policy: ScopePolicy) -> None:
+def register(server: Tools, store: ContextForge, policy: ScopePolicy) -> None:
     """Adds ``memory_changes``, ``memory_reads`` and ``distill_session`` to ``server``."""
 
     @server.tool(
@@ -57,7 +55,7 @@ def register(server: FastMCP, store: ContextForge, policy: ScopePolicy) -> None:
         "a memory with get_memory. Give scope for one scope; omit it for every scope this "
         "server may use (global memories only if it may use them). Returns at most limit "
         "records and next: call again with since=next while more is true.",
-        annotations=ToolAnnotations(readOnlyHint=True),
+        annotations=hints(read_only=True),
     )
     async def memory_changes(
         since: Since = 0,
@@ -90,7 +88,7 @@ def register(server: FastMCP, store: ContextForge, policy: ScopePolicy) -> None:
         "when opened with audit_reads: if it was not, this returns an empty list (with "
         "audited=false) or only what applications that audit reads recorded. Returns at "
         "most limit records and next: call again with since=next while more is true.",
-        annotations=ToolAnnotations(readOnlyHint=True),
+        annotations=hints(read_only=True),
     )
     async def memory_reads(since: Since = 0, limit: Limit = 100) -> Reads:
         kept, last, more = await _scan(
@@ -111,7 +109,7 @@ def register(server: FastMCP, store: ContextForge, policy: ScopePolicy) -> None:
         "same scope and session, each linked to the memories it rests on (memory_sources "
         "reads the links). Facts already in the scope are skipped; summaries and facts "
         "saved earlier are not distilled again.",
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False),
+        annotations=hints(read_only=False, destructive=False),
     )
     async def distill_session(
         scope: Annotated[str, Field(description="The scope the conversation is saved in.")],

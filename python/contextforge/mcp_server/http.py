@@ -13,10 +13,18 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-__all__ = ["InsecureBind", "check_bind", "is_loopback", "transport_security"]
+__all__ = [
+    "HttpSettings",
+    "InsecureBind",
+    "check_bind",
+    "http_settings",
+    "is_loopback",
+    "transport_security",
+]
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
@@ -67,6 +75,21 @@ def transport_security(host: str, allowed_hosts: Iterable[str] = ()) -> Transpor
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """Where the server's streamable HTTP transport binds, and its Host/Origin checks."""
+
+    host: str
+    port: int
+    transport_security: TransportSecuritySettings
+
+
+def http_settings(host: str, port: int, allowed_hosts: Iterable[str] = ()) -> HttpSettings:
+    """The HTTP settings of a server bound to ``host:port``, with the Host/Origin
+    checks of :func:`transport_security`."""
+    return HttpSettings(host, port, transport_security(host, allowed_hosts))
 
 
 def _allowed(value: str) -> list[str]:

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 
 from ..config import Config
 from ..memory import ContextForge
-from .http import check_bind, transport_security
+from .compat import run_streamable_http
+from .http import check_bind, http_settings, transport_security
 from .policy import ScopePolicy
 from .server import build_server
 
@@ -66,6 +67,6 @@ async def _serve(
     async with await ContextForge.open(config) as store:
         server = build_server(store, policy, host=host, port=port, allowed_hosts=allowed_hosts)
         if http:
-            await server.run_streamable_http_async()
+            await run_streamable_http(server, http_settings(host, port, allowed_hosts))
         else:
             await server.run_stdio_async()

@@ -18,16 +18,15 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
-from mcp.server.fastmcp import FastMCP
-from mcp.server.fastmcp.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult
 from pydantic import Field
 
 from .. import __version__
 from .._core import Context, Hit
 from ..memory import ContextForge
 from . import audit_tools
-from .http import transport_security
+from .compat import Server, ToolError, Tools, hints, new_server, tool_result
+from .http import http_settings
 from .models import (
     Deleted,
     Forgot,
@@ -82,25 +81,27 @@ def build_server(
     host: str = "127.0.0.1",
     port: int = 8000,
     allowed_hosts: Iterable[str] = (),
-) -> FastMCP:
-    """A FastMCP server over ``store`` that touches only what ``policy`` allows.
+) -> Server:
+    """An MCP server (the SDK's ``FastMCP`` on mcp 1, ``MCPServer`` on mcp 2) over
+    ``store`` that touches only what ``policy`` allows.
 
-    ``host`` and ``port`` are where its streamable HTTP transport binds. Its Host/Origin
+    ``host`` and ``port`` are where its streamable HTTP transport binds: on mcp 1 they
+    are the server's settings; mcp 2 takes them when it runs, so serve it with
+    :func:`~contextforge.mcp_server.compat.run_streamable_http` and
+    :func:`~contextforge.mcp_server.http.http_settings`. Its Host/Origin
     (DNS-rebinding) checks are on whatever the host: loopback names are accepted, and
     ``allowed_hosts`` adds others (see :func:`~contextforge.mcp_server.http.transport_security`).
     The server has no authentication: :func:`~contextforge.mcp_server.serve` refuses a
     non-loopback host unless told otherwise, and so should a caller serving it directly.
     """
-    server = FastMCP(
+    app = new_server(
         "contextforge",
         instructions=_INSTRUCTIONS,
-        host=host,
-        port=port,
+        version=__version__,
         log_level="WARNING",
-        transport_security=transport_security(host, allowed_hosts),
+        http=http_settings(host, port, allowed_hosts),
     )
-    # FastMCP has no parameter for it; without this, clients see the MCP SDK's version.
-    server._mcp_server.version = __version__
+    server: Tools = app
 
     def one_scope(scope: str | None) -> str | None:
         """The scope a call names, or the default: for writes, and a key's history."""
@@ -123,7 +124,7 @@ def build_server(
         "memory_history lists every version. Give sources to record where it came from: "
         "ids of memories in the same scope, or references such as a URL or message id "
         "(memory_sources reads them back). " + UNTRUSTED,
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False),
+        annotations=hints(read_only=False, destructive=False),
     )
     async def save_memory(
         content: Annotated[str, Field(description="The text to remember.")],
@@ -170,7 +171,7 @@ def build_server(
     @server.tool(
         description="Search memory for what is relevant to a query. Returns a fenced context "
         "block ready to quote, and the hits as structured data. " + UNTRUSTED,
-        annotations=ToolAnnotations(readOnlyHint=True),
+        annotations=hints(read_only=True),
     )
     async def search_memory(
         query: Annotated[str, Field(description="What to look for, in plain words.")],
@@ -203,15 +204,12 @@ def build_server(
             scopes=scopes,
             hits=[memory(h, ranked=True) for h in block.hits],
         )
-        return CallToolResult(
-            content=[TextContent(type="text", text=block.text)],
-            structuredContent=result.model_dump(mode="json"),
-        )
+        return tool_result(block.text, result.model_dump(mode="json"))
 
     @server.tool(
         description="List every version of a fact saved with a key, oldest first, each with "
         "when it held (valid_from, valid_to) and whether it holds now. " + UNTRUSTED,
-        annotations=ToolAnnotations(readOnlyHint=True),
+        annotations=hints(read_only=True),
     )
     async def memory_history(key: KeyArg, scope: ScopeArg = None) -> History:
         target = _guard(one_scope, scope)
@@ -229,7 +227,7 @@ def build_server(
         "only: read a memory with get_memory. Links through memories outside the scopes "
         "this server may use (or deleted since) are left out, and so is everything reached "
         "only through them.",
-        annotations=ToolAnnotations(readOnlyHint=True),
+        annotations=hints(read_only=True),
     )
     async def memory_sources(
         id: EntryId,
@@ -273,7 +271,7 @@ def build_server(
 
     @server.tool(
         description="Get one memory by id. " + UNTRUSTED,
-        annotations=ToolAnnotations(readOnlyHint=True),
+        annotations=hints(read_only=True),
     )
     async def get_memory(id: EntryId) -> Memory:
         return memory(await fetch(id))
@@ -281,7 +279,7 @@ def build_server(
     @server.tool(
         description="Change a memory's content, kind, metadata or scope; omitted fields are "
         "kept. Returns the memory as stored. " + UNTRUSTED,
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True),
+        annotations=hints(read_only=False, destructive=True, idempotent=True),
     )
     async def update_memory(
         id: EntryId,
@@ -301,7 +299,7 @@ def build_server(
 
     @server.tool(
         description="Delete a memory by id.",
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True),
+        annotations=hints(read_only=False, destructive=True, idempotent=True),
     )
     async def delete_memory(id: EntryId) -> Deleted:
         await fetch(id)
@@ -317,7 +315,7 @@ def build_server(
         'metadata (top-level values, such as {"user": "u-42"}). Give at least one '
         "criterion; to forget a whole scope, name it in scope and give no other. Returns a "
         "receipt listing the ids forgotten.",
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True),
+        annotations=hints(read_only=False, destructive=True, idempotent=True),
     )
     async def forget_memory(
         ids: Annotated[
@@ -384,7 +382,7 @@ def build_server(
 
     @server.tool(
         description="List the scopes this server may use, with their number of memories.",
-        annotations=ToolAnnotations(readOnlyHint=True),
+        annotations=hints(read_only=True),
     )
     async def list_scopes() -> Scopes:
         return Scopes(scopes=await _visible_scopes(store, policy))
@@ -393,7 +391,7 @@ def build_server(
         description="Condense a conversation transcript into a summary and durable facts "
         "(offline extractive distiller; secrets are scrubbed first) and save them. Facts "
         "already in the scope are skipped.",
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False),
+        annotations=hints(read_only=False, destructive=False),
     )
     async def distill_transcript(
         transcript: Annotated[str, Field(description="The conversation text.")],
@@ -433,7 +431,7 @@ def build_server(
             }
         )
 
-    return server
+    return app
 
 
 def _guard(check: Callable[[str | None], str | None], scope: str | None) -> str | None:

@@ -1,0 +1,150 @@
+"""Runs langgraph-checkpoint-sqlite's own store tests against ContextForgeStore.
+
+    python tests/integrations/langgraph_suite.py [pytest args...]
+
+Downloads the sdist of the installed langgraph-checkpoint-sqlite (``pip
+download --no-deps --no-binary :all:``), unpacks it in a temporary directory,
+and runs its tests/test_store.py, tests/test_async_store.py and
+tests/test_ttl.py with ``SqliteStore`` / ``AsyncSqliteStore`` replaced by
+ContextForgeStore (tests/integrations/langgraph_plugin.py; an index config
+becomes ``Config(embedder=...)``). Nothing of theirs is copied into this
+repository. Tests of SQLite internals, and those that need LangGraph's own
+vector scoring, are deselected, each for the reason in ``DESELECTED``. Prints the counts and
+exits non-zero when a test fails (or the sdist cannot be had).
+
+Needs the ``langgraph`` extra plus langgraph-checkpoint-sqlite, pytest-asyncio,
+pytest-mock and pytest-retry (the sdist's test dependencies).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+MODULES = ("tests/test_store.py", "tests/test_async_store.py", "tests/test_ttl.py")
+
+_SQLITE = "tests SQLite internals of SqliteStore, not a store's behaviour"
+_RANKING = (
+    "needs LangGraph's vector-only ranking (cosine over the index config's embeddings); "
+    "contextforge fuses BM25 with the dense match and leaves out hits below its relevance floor"
+)
+_PER_FIELD = (
+    "needs one vector per indexed field, max-pooled (a match on one field scores > 0.9); "
+    "contextforge embeds an item's text, its fields joined, once"
+)
+_SCORES = (
+    "asserts SqliteStore's exact cosine scores; contextforge's score is fused and recency-boosted"
+)
+_LIST_FILTER = (
+    "filters by a whole list value ({'tags': ['draft']}: JSON equality), which "
+    "contextforge's metadata filters cannot express (no list equality, no array index paths)"
+)
+
+# (module, test function) -> why it is not run; every parametrization is left out.
+# The other tests that build a store with an index config (embeddings) run: the
+# plugin turns that config into Config(embedder=...) plus the adapter's fields.
+DESELECTED: dict[tuple[str, str], str] = {
+    ("test_store.py", "test_nonnull_migrations"): _SQLITE + " (SqliteStore.MIGRATIONS)",
+    ("test_store.py", "test_escape_glob_literal"): _SQLITE + " (a private GLOB helper)",
+    ("test_store.py", "test_namespace_match_pattern"): _SQLITE + " (a private regex helper)",
+    ("test_store.py", "test_list_namespaces_prefix_uses_indexable_condition"): _SQLITE
+    + " (its SQL queries and NS_MATCH_FUNCTION)",
+    ("test_store.py", "test_vector_store_initialization"): _SQLITE
+    + " (store.conn's vector tables, store.index_config)",
+    ("test_async_store.py", "test_vector_store_initialization"): _SQLITE
+    + " (store.index_config, the sqlite-vec setup)",
+    ("test_async_store.py", "test_no_running_loop"): "AsyncSqliteStore's limitation "
+    "(AsyncBatchedBaseStore): its sync methods raise InvalidStateError on the event "
+    "loop's thread, where ContextForgeStore's work (ContextForgeSync.sharing)",
+    ("test_store.py", "test_vector_insert_with_auto_embedding"): _RANKING,
+    ("test_store.py", "test_vector_update_with_embedding"): _RANKING,
+    ("test_store.py", "test_vector_search_with_filters"): _RANKING,
+    ("test_store.py", "test_vector_search_pagination"): _RANKING,
+    ("test_async_store.py", "test_vector_insert_with_auto_embedding"): _RANKING,
+    ("test_async_store.py", "test_vector_update_with_embedding"): _RANKING,
+    ("test_async_store.py", "test_vector_search_pagination"): _RANKING,
+    ("test_store.py", "test_embed_with_path"): _PER_FIELD,
+    ("test_store.py", "test_embed_with_path_operation_config"): _PER_FIELD,
+    ("test_async_store.py", "test_embed_with_path"): _PER_FIELD,
+    ("test_store.py", "test_scores"): _SCORES,
+    ("test_store.py", "test_search_items"): _LIST_FILTER,
+    ("test_async_store.py", "test_search_items"): _LIST_FILTER,
+}
+
+
+class _Deselect:
+    """Leaves out the tests in DESELECTED, and counts the outcomes."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {"passed": 0, "failed": 0, "skipped": 0}
+        self.deselected = 0
+
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
+        for item in items:
+            name = getattr(item, "originalname", None) or item.name.split("[")[0]
+            (drop if (item.path.name, name) in DESELECTED else keep).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+            self.deselected = len(drop)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # A test's outcome: its call's, or its setup's when that failed or skipped.
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            self.counts[report.outcome] += 1
+        elif report.when == "teardown" and report.failed:
+            self.counts["failed"] += 1
+
+
+def _sdist(into: Path) -> Path:
+    version = importlib.metadata.version("langgraph-checkpoint-sqlite")
+    subprocess.run(
+        [
+            sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+            "--no-binary", ":all:", f"langgraph-checkpoint-sqlite=={version}", "-d", str(into),
+        ],
+        check=True,
+    )  # fmt: skip
+    [archive] = into.glob("*.tar.gz")
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    [root] = [p for p in into.iterdir() if p.is_dir()]
+    return root
+
+
+def main(argv: list[str]) -> int:
+    sys.path.insert(0, str(HERE))
+    import langgraph_plugin  # type: ignore[import-not-found]  # on sys.path just above
+
+    with tempfile.TemporaryDirectory(prefix="langgraph-suite-") as tmp:
+        root = _sdist(Path(tmp))
+        os.chdir(root)
+        sys.path.insert(0, str(root))  # their tests import tests.test_store
+        counter = _Deselect()
+        code = pytest.main(
+            [*MODULES, "-p", "no:cacheprovider", "-q", "-o", "addopts=", "--rootdir", str(root),
+             "-c", str(root / "pyproject.toml"), *argv],
+            plugins=[langgraph_plugin, counter],
+        )  # fmt: skip
+    c = counter.counts
+    print(
+        f"langgraph-checkpoint-sqlite suite on ContextForgeStore: {c['passed']} passed, "
+        f"{c['failed']} failed, {c['skipped']} skipped, {counter.deselected} deselected"
+    )
+    return 0 if code == 0 and c["failed"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
