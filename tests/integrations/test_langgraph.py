@@ -91,7 +91,7 @@ def test_graph_invoke_writes_and_reads_through_the_store(sync_store: ContextForg
     item = sync_store.get(("users", "ann", "facts"), "fact-19")
     assert item is not None and item.value == {"text": "Ann likes green tea"}
     with ContextForgeSync.sharing(sync_store.contextforge) as cf:
-        assert cf.scopes() == {"users/ann/facts": 1, "users/bob/facts": 1}
+        assert cf.scopes() == {"langgraph/users/ann/facts": 1, "langgraph/users/bob/facts": 1}
 
 
 async def test_graph_ainvoke_writes_and_reads_through_the_store(
@@ -102,8 +102,8 @@ async def test_graph_ainvoke_writes_and_reads_through_the_store(
     assert out["recalled"] == ["Ann plays chess"]
     # The sync path (batch, through the shared twin) reads what the async path wrote.
     assert [i.key for i in store.search(("users", "async-ann"))] == ["fact-15"]
-    hits = await store.contextforge.query("", scope_prefix="users", kinds=[KIND])
-    assert [h.scope for h in hits] == ["users/async-ann/facts"]
+    hits = await store.contextforge.query("", scope_prefix="langgraph/users", kinds=[KIND])
+    assert [h.scope for h in hits] == ["langgraph/users/async-ann/facts"]
 
 
 # The store's own contract -----------------------------------------------------------------
@@ -121,10 +121,13 @@ async def test_put_get_update_delete_keeps_versions(store: ContextForgeStore) ->
     assert second.created_at == first.created_at
     assert second.updated_at > first.updated_at
     cf = store.contextforge
-    assert [h.metadata["value"] for h in await cf.history("k", "docs/a")] == [{"v": 1}, {"v": 2}]
+    assert [h.metadata["value"] for h in await cf.history("k", "langgraph/docs/a")] == [
+        {"v": 1},
+        {"v": 2},
+    ]
     await store.adelete(ns, "k")
     assert await store.aget(ns, "k") is None
-    assert await cf.history("k", "docs/a") == []
+    assert await cf.history("k", "langgraph/docs/a") == []
 
 
 async def test_search_filters_pages_and_ranks(store: ContextForgeStore) -> None:
@@ -197,8 +200,8 @@ def test_ttl_expires_refreshes_and_sweeps() -> None:
 
 
 def test_namespace_scope_escaping() -> None:
-    assert namespace_to_scope(("team", "a/b", "50%")) == "team/a%2Fb/50%25"
-    assert scope_to_namespace("team/a%2Fb/50%25") == ("team", "a/b", "50%")
+    assert namespace_to_scope(("team", "a/b", "50%")) == "langgraph/team/a%2Fb/50%25"
+    assert scope_to_namespace("langgraph/team/a%2Fb/50%25") == ("team", "a/b", "50%")
 
 
 # LangMem's memory tools, called directly -----------------------------------------------
@@ -292,3 +295,24 @@ def test_keys_are_kept_exactly(sync_store: ContextForgeStore) -> None:
         item = sync_store.get(("k",), key)
         assert item is not None and item.key == key and item.value == {"i": i}
     assert sorted(i.key for i in sync_store.search(("k",), limit=20)) == sorted(keys)
+
+
+async def test_the_store_never_touches_entries_saved_otherwise() -> None:
+    """Items live under their own root scope: a native keyed fact in a scope
+    named like a namespace is neither superseded nor deleted by a put or a
+    delete of the same key, and list_namespaces lists only namespaces."""
+    async with await ContextForge.open(":memory:") as cf:
+        native = int(await cf.save("lives in Lisbon", scope="user:42", key="user.city"))
+        await cf.save("a mem0 memory", scope="mem0/user:alice")
+        store = ContextForgeStore(cf)
+        await store.aput(("user:42",), "user.city", {"city": "Porto"})
+        assert (await store.aget(("user:42",), "user.city")).value == {"city": "Porto"}  # type: ignore[union-attr]
+        await store.adelete(("user:42",), "user.city")
+        assert await store.aget(("user:42",), "user.city") is None
+        kept = await cf.get(native)
+        assert kept is not None and kept.current and kept.content == "lives in Lisbon"
+        assert await store.alist_namespaces() == []
+        await store.aput(("docs",), "a", {"t": 1})
+        assert await store.alist_namespaces() == [("docs",)]
+        assert [i.key for i in await store.asearch(())] == ["a"]
+        store.close()

@@ -475,3 +475,15 @@ def test_namespaces_and_reset_leave_other_entries_alone(store: ContextForgeSync)
     assert one.get_all(filters={"user_id": "u"})["results"] == []
     assert texts(two.get_all(filters={"user_id": "u"})) == {"in two"}
     assert store.count() == 3
+
+
+def test_the_hash_is_of_the_stored_text_never_of_a_scrubbed_secret(m: Memory) -> None:
+    import hashlib
+
+    secret = "sk-proj-" + "Zq8vX2mN4bT7wR1yK6pL9sD3fG5hJ0cA"
+    added = m.add(f"my api key is {secret}", user_id="alice", infer=False)
+    [item] = m.get_all(filters={"user_id": "alice"})["results"]
+    assert item["id"] == added["results"][0]["id"]
+    assert secret not in item["memory"]
+    assert item["hash"] == hashlib.md5(item["memory"].encode()).hexdigest()
+    assert item["hash"] != hashlib.md5(f"my api key is {secret}".encode()).hexdigest()

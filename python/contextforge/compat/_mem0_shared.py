@@ -239,7 +239,9 @@ def _item(hit: Hit, *, score: bool) -> dict[str, Any]:
     item: dict[str, Any] = {
         "id": meta.get(ID_KEY, str(hit.id)),
         "memory": hit.content,
-        "hash": meta.get("hash"),
+        # Of the content as stored (scrubbed): a hash of what was given could
+        # fingerprint a secret the scrubber took out.
+        "hash": _hash(hit.content),
         "metadata": None,
     }
     if score:

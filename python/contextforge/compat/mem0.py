@@ -60,7 +60,6 @@ from ._mem0_shared import (
     _caller_metadata,
     _entity_id,
     _expiration,
-    _hash,
     _item,
     _label,
     _merge,
@@ -213,9 +212,7 @@ class AsyncMemory:
             meta = {**base, "role": message["role"]}
             if message.get("name"):
                 meta["actor_id"] = message["name"]
-            meta.update(
-                {ID_KEY: memory_id, "hash": _hash(content), "created_at": now, "updated_at": now}
-            )
+            meta.update({ID_KEY: memory_id, "created_at": now, "updated_at": now})
             items.append(
                 {
                     "content": content,
@@ -265,7 +262,6 @@ class AsyncMemory:
             meta = {
                 **base,
                 ID_KEY: memory_id,
-                "hash": _hash(item.text),
                 "created_at": created_at,
                 "updated_at": now,
             }
@@ -381,7 +377,7 @@ class AsyncMemory:
                 meta.pop("expiration_date", None)
             else:
                 meta["expiration_date"] = expires
-        meta.update({"hash": _hash(content), "updated_at": _now()})
+        meta.update({"updated_at": _now()})
         # One transaction: the new version takes the place of the old one, which
         # is kept (closed, linked) for history(); a keyed fact gets a new version.
         await self._cf.supersede(hit.id, content, metadata=meta)
@@ -392,8 +388,9 @@ class AsyncMemory:
         hit = await self._find(memory_id)
         if hit is None:
             raise ValueError(f"Memory with id {memory_id} not found")
-        versions = await self._cf.versions(hit.id)
-        await self._cf.delete_many([v.id for v in versions] or [hit.id])
+        # Every version carries the id: one transaction takes them all, a
+        # version an update adds meanwhile included.
+        await self._cf.delete_where(scope_prefix=self.namespace, metadata={ID_KEY: str(memory_id)})
         return {"message": "Memory deleted successfully!"}
 
     async def delete_all(

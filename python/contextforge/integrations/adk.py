@@ -211,7 +211,8 @@ class ContextForgeMemoryService(BaseMemoryService):
         if not memory_id:
             return
         scope = self.scope(app_name, user_id)
-        await self.store.forget(scope=scope, key=_KEY + memory_id)
+        # The tombstone first: were the forget to fail after it, a retry still
+        # forgets, and re-adding the session never brings the memory back.
         await self.store.save(
             f"deleted memory {memory_id}",
             _DELETED_KIND,
@@ -220,6 +221,7 @@ class ContextForgeMemoryService(BaseMemoryService):
             metadata={"adk": {"id": memory_id}},
             scrub=False,
         )
+        await self.store.forget(scope=scope, key=_KEY + memory_id)
 
     async def _add_events(
         self,

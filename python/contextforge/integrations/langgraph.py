@@ -60,10 +60,14 @@ from contextforge.errors import ClosedError
 from contextforge.memory import ContextForge
 from contextforge.sync import ContextForgeSync
 
-__all__ = ["KIND", "ContextForgeStore", "namespace_to_scope", "scope_to_namespace"]
+__all__ = ["KIND", "ROOT", "ContextForgeStore", "namespace_to_scope", "scope_to_namespace"]
 
 KIND = "langgraph"
 """The kind of the entries that hold the store's items."""
+ROOT = "langgraph"
+"""The scope every namespace lives under: the store's items never share a
+scope, nor a key, with entries saved otherwise, and ``list_namespaces`` sees
+only its own (LangGraph refuses ``langgraph`` as a namespace's first label)."""
 
 _BUDGET = 1 << 30  # tokens: a search is bounded by its limit, never by a budget
 _DEPTH = 100
@@ -102,14 +106,19 @@ def _is_hex(pair: str) -> bool:
 
 
 def namespace_to_scope(namespace: Sequence[str]) -> str:
-    """The scope that holds ``namespace``'s items: its labels escaped (``%`` as
-    ``%25``, ``/`` as ``%2F``, control characters as ``%XX``) and joined by ``/``."""
-    return "/".join(_escape(label) for label in namespace)
+    """The scope that holds ``namespace``'s items: under ``ROOT``, its labels
+    escaped (``%`` as ``%25``, ``/`` as ``%2F``, control characters as
+    ``%XX``) and joined by ``/``; the empty namespace is ``ROOT`` itself."""
+    return "/".join([ROOT, *(_escape(label) for label in namespace)])
 
 
 def scope_to_namespace(scope: str) -> tuple[str, ...]:
     """The namespace that ``namespace_to_scope`` turned into ``scope``."""
-    return tuple(_unescape(label) for label in scope.split("/"))
+    if scope == ROOT:
+        return ()
+    if not scope.startswith(ROOT + "/"):
+        raise ValueError(f"scope {scope!r} holds no LangGraph namespace (not under {ROOT!r})")
+    return tuple(_unescape(label) for label in scope[len(ROOT) + 1 :].split("/"))
 
 
 def _key_label(key: str) -> str:
@@ -453,10 +462,10 @@ class ContextForgeStore(BaseStore):
                     head.append(label)
                 if len(head) > len(literal):
                     literal = head
-        scopes = yield _Call.of("scopes", namespace_to_scope(literal) if literal else None)
+        scopes = yield _Call.of("scopes", namespace_to_scope(literal))
         found = set()
         for scope in scopes:
-            if scope is None:
+            if scope is None or scope == ROOT:
                 continue
             ns = scope_to_namespace(scope)
             if all(_matches(ns, cond) for cond in conditions):
@@ -573,11 +582,8 @@ _Steps = Generator[_Call, Any, _T]
 
 
 def _selection(prefix: tuple[str, ...]) -> dict[str, Any]:
-    if prefix:
-        return {"scope_prefix": namespace_to_scope(prefix)}
-    from contextforge import ALL_SCOPES
-
-    return {"scope": ALL_SCOPES}
+    # Never every scope: the empty prefix is every namespace, under ROOT.
+    return {"scope_prefix": namespace_to_scope(prefix)}
 
 
 def _matches(ns: tuple[str, ...], cond: MatchCondition) -> bool:
