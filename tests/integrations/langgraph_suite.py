@@ -8,8 +8,9 @@ and runs its tests/test_store.py, tests/test_async_store.py and
 tests/test_ttl.py with ``SqliteStore`` / ``AsyncSqliteStore`` replaced by
 ContextForgeStore (tests/integrations/langgraph_plugin.py; an index config
 becomes ``Config(embedder=...)``). Nothing of theirs is copied into this
-repository. Tests of SQLite internals, and those that need LangGraph's own
-vector scoring, are deselected, each for the reason in ``DESELECTED``. Prints the counts and
+repository. Tests that build no store, those that need LangGraph's own vector
+search, and the one that asserts AsyncSqliteStore's limitation are deselected,
+each for the reason in ``DESELECTED``. Prints the counts and
 exits non-zero when a test fails (or the sdist cannot be had).
 
 Needs the ``langgraph`` extra plus langgraph-checkpoint-sqlite, pytest-asyncio,
@@ -31,7 +32,20 @@ import pytest
 HERE = Path(__file__).resolve().parent
 MODULES = ("tests/test_store.py", "tests/test_async_store.py", "tests/test_ttl.py")
 
-_SQLITE = "tests SQLite internals of SqliteStore, not a store's behaviour"
+# Why a test is not run. Three reasons, each counted apart in the summary:
+# a test that builds no store at all (it checks a private helper or a constant
+# of langgraph.store.sqlite, so it would pass or fail on their code, not ours);
+# a test of what LangGraph's own vector search computes (the issue allows
+# leaving out the tests that need embedding search); and AsyncSqliteStore's one
+# documented limitation.
+NO_STORE = "no store"
+EMBEDDING = "embedding search"
+LIMITATION = "an AsyncSqliteStore limitation"
+
+_HELPER = "builds no store: checks langgraph.store.sqlite's private helper"
+_VECTOR_SETUP = (
+    "checks SqliteStore's vector setup (its index_config, embeddings, sqlite-vec tables)"
+)
 _RANKING = (
     "needs LangGraph's vector-only ranking (cosine over the index config's embeddings); "
     "contextforge fuses BM25 with the dense match and leaves out hits below its relevance floor"
@@ -44,33 +58,42 @@ _SCORES = (
     "asserts SqliteStore's exact cosine scores; contextforge's score is fused and recency-boosted"
 )
 
-# (module, test function) -> why it is not run; every parametrization is left out.
+# (module, test function) -> (category, why); every parametrization is left out.
 # The other tests that build a store with an index config (embeddings) run: the
 # plugin turns that config into Config(embedder=...) plus the adapter's fields.
-DESELECTED: dict[tuple[str, str], str] = {
-    ("test_store.py", "test_nonnull_migrations"): _SQLITE + " (SqliteStore.MIGRATIONS)",
-    ("test_store.py", "test_escape_glob_literal"): _SQLITE + " (a private GLOB helper)",
-    ("test_store.py", "test_namespace_match_pattern"): _SQLITE + " (a private regex helper)",
-    ("test_store.py", "test_list_namespaces_prefix_uses_indexable_condition"): _SQLITE
-    + " (its SQL queries and NS_MATCH_FUNCTION)",
-    ("test_store.py", "test_vector_store_initialization"): _SQLITE
-    + " (store.conn's vector tables, store.index_config)",
-    ("test_async_store.py", "test_vector_store_initialization"): _SQLITE
-    + " (store.index_config, the sqlite-vec setup)",
-    ("test_async_store.py", "test_no_running_loop"): "AsyncSqliteStore's limitation "
-    "(AsyncBatchedBaseStore): its sync methods raise InvalidStateError on the event "
-    "loop's thread, where ContextForgeStore's work (ContextForgeSync.sharing) by design",
-    ("test_store.py", "test_vector_insert_with_auto_embedding"): _RANKING,
-    ("test_store.py", "test_vector_update_with_embedding"): _RANKING,
-    ("test_store.py", "test_vector_search_with_filters"): _RANKING,
-    ("test_store.py", "test_vector_search_pagination"): _RANKING,
-    ("test_async_store.py", "test_vector_insert_with_auto_embedding"): _RANKING,
-    ("test_async_store.py", "test_vector_update_with_embedding"): _RANKING,
-    ("test_async_store.py", "test_vector_search_pagination"): _RANKING,
-    ("test_store.py", "test_embed_with_path"): _PER_FIELD,
-    ("test_store.py", "test_embed_with_path_operation_config"): _PER_FIELD,
-    ("test_async_store.py", "test_embed_with_path"): _PER_FIELD,
-    ("test_store.py", "test_scores"): _SCORES,
+DESELECTED: dict[tuple[str, str], tuple[str, str]] = {
+    ("test_store.py", "test_nonnull_migrations"): (NO_STORE, _HELPER + " SqliteStore.MIGRATIONS"),
+    ("test_store.py", "test_escape_glob_literal"): (NO_STORE, _HELPER + " _escape_glob_literal"),
+    ("test_store.py", "test_namespace_match_pattern"): (
+        NO_STORE,
+        _HELPER + " _namespace_match_pattern",
+    ),
+    ("test_store.py", "test_list_namespaces_prefix_uses_indexable_condition"): (
+        NO_STORE,
+        _HELPER + " _get_batch_list_namespaces_queries (the SQL it writes)",
+    ),
+    ("test_store.py", "test_vector_store_initialization"): (EMBEDDING, _VECTOR_SETUP),
+    ("test_async_store.py", "test_vector_store_initialization"): (EMBEDDING, _VECTOR_SETUP),
+    ("test_async_store.py", "test_no_running_loop"): (
+        LIMITATION,
+        (
+            "asserts that AsyncSqliteStore's sync methods raise InvalidStateError on the "
+            "event loop's thread (there they would deadlock, waiting on the loop they "
+            "block); ContextForgeStore is one class for both paths and its sync methods "
+            "work there"
+        ),
+    ),
+    ("test_store.py", "test_vector_insert_with_auto_embedding"): (EMBEDDING, _RANKING),
+    ("test_store.py", "test_vector_update_with_embedding"): (EMBEDDING, _RANKING),
+    ("test_store.py", "test_vector_search_with_filters"): (EMBEDDING, _RANKING),
+    ("test_store.py", "test_vector_search_pagination"): (EMBEDDING, _RANKING),
+    ("test_async_store.py", "test_vector_insert_with_auto_embedding"): (EMBEDDING, _RANKING),
+    ("test_async_store.py", "test_vector_update_with_embedding"): (EMBEDDING, _RANKING),
+    ("test_async_store.py", "test_vector_search_pagination"): (EMBEDDING, _RANKING),
+    ("test_store.py", "test_embed_with_path"): (EMBEDDING, _PER_FIELD),
+    ("test_store.py", "test_embed_with_path_operation_config"): (EMBEDDING, _PER_FIELD),
+    ("test_async_store.py", "test_embed_with_path"): (EMBEDDING, _PER_FIELD),
+    ("test_store.py", "test_scores"): (EMBEDDING, _SCORES),
 }
 
 
@@ -79,7 +102,7 @@ class _Deselect:
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {"passed": 0, "failed": 0, "skipped": 0}
-        self.deselected = 0
+        self.deselected: dict[str, int] = {}
 
     def pytest_collection_modifyitems(
         self, config: pytest.Config, items: list[pytest.Item]
@@ -88,11 +111,15 @@ class _Deselect:
         drop: list[pytest.Item] = []
         for item in items:
             name = getattr(item, "originalname", None) or item.name.split("[")[0]
-            (drop if (item.path.name, name) in DESELECTED else keep).append(item)
+            why = DESELECTED.get((item.path.name, name))
+            if why is None:
+                keep.append(item)
+            else:
+                drop.append(item)
+                self.deselected[why[0]] = self.deselected.get(why[0], 0) + 1
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
-            self.deselected = len(drop)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # A test's outcome: its call's, or its setup's when that failed or skipped.
@@ -133,9 +160,10 @@ def main(argv: list[str]) -> int:
             plugins=[langgraph_plugin, counter],
         )  # fmt: skip
     c = counter.counts
+    left_out = ", ".join(f"{n} ({why})" for why, n in sorted(counter.deselected.items()))
     print(
         f"langgraph-checkpoint-sqlite suite on ContextForgeStore: {c['passed']} passed, "
-        f"{c['failed']} failed, {c['skipped']} skipped, {counter.deselected} deselected"
+        f"{c['failed']} failed, {c['skipped']} skipped; deselected: {left_out or 'none'}"
     )
     return 0 if code == 0 and c["failed"] == 0 else 1
 

@@ -234,6 +234,9 @@ async def test_constructor_arguments(mem: ContextForge) -> None:
         ContextForgeMemoryService("memory.db")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         ContextForgeMemoryService(mem, scope_root="a/b")
+    # root "adk:x" with app "y" would be root "adk" with app "x:y": refused
+    with pytest.raises(ValueError, match="':'"):
+        ContextForgeMemoryService(mem, scope_root="adk:x")
 
 
 LOOK_ALIKES = [

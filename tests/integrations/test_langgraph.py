@@ -199,6 +199,35 @@ def test_ttl_expires_refreshes_and_sweeps() -> None:
         store.close()
 
 
+async def test_a_version_swept_during_a_read_does_not_fail_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A read renews the item's TTL and aligns its older versions' expiry. Should
+    # a sweeper (or a delete) remove an older version between the read's look at
+    # the versions and that alignment, the read still returns the item.
+    async with ContextForge.open() as cf:
+        store = ContextForgeStore(cf, ttl={"default_ttl": 10, "refresh_on_read": True})
+        await store.aput(("t",), "k", {"v": 1})
+        await store.aput(("t",), "k", {"v": 2})
+        scope = namespace_to_scope(("t",))
+        seen = await cf.history("k", scope)
+        assert len(seen) == 2
+        assert await cf.delete(seen[0].id)
+
+        async def as_seen_before(self: ContextForge, key: str, scope: str | None) -> Any:
+            return seen  # the versions as the read saw them, before the delete
+
+        monkeypatch.setattr(ContextForge, "history", as_seen_before)
+        item = await store.aget(("t",), "k")
+        assert item is not None and item.value == {"v": 2}
+        monkeypatch.undo()
+        [current] = await cf.history("k", scope)
+        before = seen[1].expires_at
+        assert before is not None and current.expires_at is not None
+        assert current.expires_at > before  # renewed
+        store.close()
+
+
 def test_namespace_scope_escaping() -> None:
     assert namespace_to_scope(("team", "a/b", "50%")) == "langgraph/team/a%2Fb/50%25"
     assert scope_to_namespace("langgraph/team/a%2Fb/50%25") == ("team", "a/b", "50%")

@@ -75,7 +75,8 @@ class ContextForgeMemoryService(BaseMemoryService):
     Args:
         cf: an open ``ContextForge`` (or a ``ContextForgeSync``, whose ``aio``
             store is used); also accepted as ``store=``.
-        scope_root: the first part of every scope (``"adk"``: ``adk:<app>/<user>``).
+        scope_root: the first part of every scope (``"adk"``: ``adk:<app>/<user>``),
+            without ``/`` or ``:``.
         budget: the most tokens the memories one search returns may hold.
         limit: the most memories one search returns.
     """
@@ -101,8 +102,9 @@ class ContextForgeMemoryService(BaseMemoryService):
             raise TypeError(
                 f"expected a ContextForge or ContextForgeSync, got {type(handle).__name__}"
             )
-        if not scope_root or "/" in scope_root:
-            raise ValueError("scope_root must be a non-empty label without '/'")
+        if not scope_root or "/" in scope_root or ":" in scope_root:
+            # The first ':' ends the root: two roots never share a scope.
+            raise ValueError("scope_root must be a non-empty label without '/' or ':'")
         self.store: ContextForge = handle
         self.scope_root = scope_root
         self.budget = budget

@@ -56,7 +56,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from contextforge.errors import ClosedError
+from contextforge.errors import ClosedError, NotFound
 from contextforge.memory import ContextForge
 from contextforge.sync import ContextForgeSync
 
@@ -370,7 +370,10 @@ class ContextForgeStore(BaseStore):
         minutes = _minutes(hit.metadata)
         if minutes is None or hit.expires_at is None:
             return
-        renewed = yield _Call.of("update", hit.id, ttl=minutes * 60)
+        try:
+            renewed = yield _Call.of("update", hit.id, ttl=minutes * 60)
+        except NotFound:  # deleted (or swept) since it was read: nothing to renew
+            return
         yield from self._align(renewed.expires_at, [v for v in versions if v.id != hit.id])
 
     def _align(self, expires_at: datetime | None, older: Sequence[Any]) -> _Steps[None]:
@@ -378,7 +381,10 @@ class ContextForgeStore(BaseStore):
         # superseded: the older versions expire with the current one, never after.
         for v in older:
             if v.expires_at != expires_at:
-                yield _Call.of("update", v.id, expires_at=expires_at)
+                try:
+                    yield _Call.of("update", v.id, expires_at=expires_at)
+                except NotFound:  # swept or deleted meanwhile: nothing left to align
+                    continue
 
     def _put(self, op: PutOp) -> _Steps[None]:
         scope, label, versions = yield from self._versions(tuple(op.namespace), op.key)
