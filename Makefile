@@ -72,6 +72,7 @@ release: $(PY) ## Build the extension with the release profile into .venv
 bench: release ## The side-by-side benchmark against the peers (release build)
 	$(PY) -m pip install -q -r benchmarks/requirements.txt
 	$(PY) benchmarks/run.py --sizes 10000,100000 --build-harness --out benchmarks/results
+	$(PY) benchmarks/ingest.py --total 100000 --batches 1,10,100,1000,10000,100000 --out benchmarks/results
 
 bench-scrub: ## Scrubber throughput in MB/s (release build of the engine tests)
 	cargo test --release --test scrub throughput -- --ignored --nocapture
@@ -79,6 +80,7 @@ bench-scrub: ## Scrubber throughput in MB/s (release build of the engine tests)
 bench-smoke: dev ## A tiny run of the benchmark suite, as CI does (not a timing)
 	$(PY) -m pip install -q -r benchmarks/requirements.txt
 	$(PY) benchmarks/run.py --smoke --out benchmarks/results
+	$(PY) benchmarks/ingest.py --smoke --out benchmarks/results
 
 # --- Fault, load and hostile-input suite (issue 10) ---
 FUZZ_SECONDS ?= 60
