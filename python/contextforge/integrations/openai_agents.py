@@ -130,9 +130,10 @@ class ContextForgeSession:
             500 bytes, no control characters, never a secret).
         cf: An open ``ContextForge`` (or a ``ContextForgeSync``, whose
             ``aio`` store is used); also accepted as ``store=``.
-        session_settings: The SDK's ``SessionSettings`` (or a dict); its
-            ``limit`` caps how many of the latest items ``get_items()``
-            returns when called without a limit.
+        session_settings: The SDK's ``SessionSettings`` (or a dict; by default
+            ``SessionSettings()``, as the SDK's sessions); its ``limit`` caps
+            how many of the latest items ``get_items()`` returns when called
+            without a limit.
         scope: Where the items go; by default
             ``session_scope(session_id, parent_scope)``: ``"agents:<session_id>"``,
             or ``"<parent_scope>/agents:<session_id>"``. Every read and delete
@@ -145,7 +146,7 @@ class ContextForgeSession:
     """
 
     session_id: str
-    session_settings: SessionSettings | None
+    session_settings: SessionSettings | None  # as the protocol; never None here
 
     def __init__(
         self,
@@ -167,10 +168,11 @@ class ContextForgeSession:
         self._cf = _as_store(
             cast("ContextForge | ContextForgeSync", cf if cf is not None else store)
         )
+        # As the SDK's own sessions: no settings means the default ones.
         self.session_settings = (
             coerce_session_settings(dict(session_settings))
             if isinstance(session_settings, Mapping)
-            else session_settings
+            else session_settings or SessionSettings()
         )
         if scope is not None and parent_scope is not None:
             raise TypeError("give scope or parent_scope, not both")
