@@ -370,6 +370,35 @@ async def test_damaged_index_is_rebuilt(tmp_path: Path, how: str) -> None:
         await assert_answers(cf, expected)
 
 
+@pytest.mark.parametrize("lost", ["meta_rename", "one_segment_file"])
+async def test_index_writes_lost_to_a_power_cut_are_found(tmp_path: Path, lost: str) -> None:
+    """Index commits are not fsynced (the database alone makes a save durable):
+    after a power cut a commit's files, or its meta.json's rename, may be lost
+    while other changes (the unlinks of merged-away segments) reached the disk.
+    Opening finds either and answers from the database, never from the stale
+    index."""
+    path = str(tmp_path / "memory.db")
+    index_dir = Path(path + ".index")
+    expected = await seeded_store(path)
+    old_meta = (index_dir / "meta.json").read_bytes()
+    old_files = {f.name for f in index_files(index_dir)}
+    async with await ContextForge.open(Config(path=path, flush_entries=50, flush_ms=5)) as cf:
+        for i in range(3):  # three commits of new segments, merged with the old ones
+            saved = await cf.save_many(
+                [{"content": f"later{i}-{k} amber", "scope": "s0"} for k in range(1200)]
+            )
+            expected["amber"].setdefault("s0", []).extend(saved)
+    new_files = [f for f in index_files(index_dir) if f.name not in old_files]
+    assert new_files, "the later saves wrote no segment"
+    if lost == "meta_rename":
+        # The unlinks reached the disk, the new meta.json did not.
+        (index_dir / "meta.json").write_bytes(old_meta)
+    else:
+        max(new_files, key=lambda f: f.stat().st_size).unlink()
+    async with await ContextForge.open(path) as cf:
+        await assert_answers(cf, expected)
+
+
 async def test_open_counts_entries_unless_a_clean_close_vouches_for_the_index(
     tmp_path: Path,
 ) -> None:

@@ -11,12 +11,12 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
-use tantivy::directory::MmapDirectory;
 use tantivy::{Index, ReloadPolicy};
 
 use super::health::{shielded, Health};
 use super::identity::Stamp;
 use super::tail::Tail;
+use super::unsynced::Unsynced;
 use super::{clean, open_writer, schema, Follow, SearchIndex, View};
 use crate::error::{Error, Result};
 use crate::store::{ListFilter, Store};
@@ -81,7 +81,7 @@ impl SearchIndex {
     fn open_dir(dir: &Path, store: &Arc<Store>, database: &str, head: i64) -> Result<Opened> {
         let (schema, _) = schema::build();
         std::fs::create_dir_all(dir)?;
-        let index = Index::open_or_create(MmapDirectory::open(dir)?, schema)?;
+        let index = Index::open_or_create(Unsynced::open(dir)?, schema)?;
         let metas = index.load_metas()?;
         let (committed, payload) = match metas.payload {
             // A new index: nothing in it to trust or distrust.
@@ -214,7 +214,7 @@ fn fresh(dir: Option<&Path>) -> Result<Index> {
         Err(_) => {}
     }
     std::fs::create_dir_all(dir)?;
-    Ok(Index::create_in_dir(dir, schema)?)
+    Ok(Index::create(Unsynced::open(dir)?, schema, tantivy::IndexSettings::default())?)
 }
 
 /// The writer, reader and committed view of `index`, refused when its schema
