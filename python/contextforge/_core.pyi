@@ -215,6 +215,9 @@ class Engine:
     @property
     def scrub_dropped(self) -> list[str]:
         """What the store scrubbed before this open that this one does not."""
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """The tokens each text holds by the store's tokenizer, counted without
+        the GIL (a long text takes a while)."""
     def scrub(self, texts: list[str]) -> Awaitable[list[str]]:
         """Content as it would be stored: secrets (and PII when configured) redacted."""
     def embedder(self) -> Awaitable[tuple[str, int] | None]:

@@ -776,6 +776,14 @@ class ContextForge(Lineage, Distilling):
             )
         )
 
+    async def count_tokens(self, text: str) -> int:
+        """The number of tokens ``text`` holds by the store's tokenizer
+        (``Config.tokenizer``): as a save counts an entry's content (after
+        scrubbing) and as :meth:`query` and :meth:`context` count against their
+        budget. For sizing what goes beside the memory in a prompt."""
+        [tokens] = self._engine.count_tokens([_convert.text("text", text)])
+        return tokens
+
     async def flush(self) -> None:
         """Commits pending search-index changes now.
 

@@ -239,6 +239,7 @@ class ContextForgeSync:
     scopes = _blocking(ContextForge.scopes)
     list = _iterating(ContextForge.list, page="page_size")
     count = _blocking(ContextForge.count)
+    count_tokens = _blocking(ContextForge.count_tokens)
     flush = _blocking(ContextForge.flush)
 
     @property

@@ -126,6 +126,12 @@ impl Memory {
         self.config.scrub.pii
     }
 
+    /// The tokens `text` holds by the store's tokenizer (`Config::tokenizer`),
+    /// as a save counts an entry's content.
+    pub fn count_tokens(&self, text: &str) -> u32 {
+        self.tokens.count(text)
+    }
+
     /// What the store scrubbed before this open that this one does not.
     pub fn scrub_dropped(&self) -> &[String] {
         &self.scrub_dropped

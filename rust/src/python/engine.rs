@@ -106,6 +106,14 @@ impl Engine {
         awaitable(py, move || core.save_detailed(entries))
     }
 
+    /// The tokens each text holds by the store's tokenizer, counted without
+    /// the GIL (a long text takes a while).
+    fn count_tokens(&self, py: Python<'_>, texts: Vec<Text>) -> PyResult<Vec<u32>> {
+        let core = self.core()?;
+        let texts = strings(texts);
+        Ok(py.detach(move || texts.iter().map(|t| core.count_tokens(t)).collect()))
+    }
+
     /// Content as it would be stored: secrets (and PII when configured) redacted.
     fn scrub<'py>(&self, py: Python<'py>, texts: Vec<Text>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
