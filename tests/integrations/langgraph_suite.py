@@ -19,12 +19,7 @@ pytest-mock and pytest-retry (the sdist's test dependencies).
 
 from __future__ import annotations
 
-import importlib.metadata
-import os
-import subprocess
 import sys
-import tarfile
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -129,36 +124,14 @@ class _Deselect:
             self.counts["failed"] += 1
 
 
-def _sdist(into: Path) -> Path:
-    version = importlib.metadata.version("langgraph-checkpoint-sqlite")
-    subprocess.run(
-        [
-            sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-            "--no-binary", ":all:", f"langgraph-checkpoint-sqlite=={version}", "-d", str(into),
-        ],
-        check=True,
-    )  # fmt: skip
-    [archive] = into.glob("*.tar.gz")
-    with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
-    [root] = [p for p in into.iterdir() if p.is_dir()]
-    return root
-
-
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(HERE))
     import langgraph_plugin  # type: ignore[import-not-found]  # on sys.path just above
+    import sdist_suite  # type: ignore[import-not-found]
 
-    with tempfile.TemporaryDirectory(prefix="langgraph-suite-") as tmp:
-        root = _sdist(Path(tmp))
-        os.chdir(root)
-        sys.path.insert(0, str(root))  # their tests import tests.test_store
+    with sdist_suite.unpacked("langgraph-checkpoint-sqlite") as root:
         counter = _Deselect()
-        code = pytest.main(
-            [*MODULES, "-p", "no:cacheprovider", "-q", "-o", "addopts=", "--rootdir", str(root),
-             "-c", str(root / "pyproject.toml"), *argv],
-            plugins=[langgraph_plugin, counter],
-        )  # fmt: skip
+        code = sdist_suite.run(root, MODULES, argv, [langgraph_plugin, counter])
     c = counter.counts
     left_out = ", ".join(f"{n} ({why})" for why, n in sorted(counter.deselected.items()))
     print(

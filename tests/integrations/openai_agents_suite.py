@@ -24,12 +24,7 @@ EncryptedSession tests are skipped).
 
 from __future__ import annotations
 
-import importlib.metadata
-import os
-import subprocess
 import sys
-import tarfile
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -156,36 +151,14 @@ class _Deselect:
         )
 
 
-def _sdist(into: Path) -> Path:
-    version = importlib.metadata.version("openai-agents")
-    subprocess.run(
-        [
-            sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-            "--no-binary", ":all:", f"openai-agents=={version}", "-d", str(into),
-        ],
-        check=True,
-    )  # fmt: skip
-    [archive] = into.glob("*.tar.gz")
-    with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
-    [root] = [p for p in into.iterdir() if p.is_dir()]
-    return root
-
-
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(HERE))
     import openai_agents_suite_plugin  # type: ignore[import-not-found]  # on sys.path just above
+    import sdist_suite  # type: ignore[import-not-found]
 
-    with tempfile.TemporaryDirectory(prefix="openai-agents-suite-") as tmp:
-        root = _sdist(Path(tmp))
-        os.chdir(root)
-        sys.path.insert(0, str(root))  # their tests import tests.test_responses
+    with sdist_suite.unpacked("openai-agents") as root:
         counter = _Deselect(lambda: openai_agents_suite_plugin.SQLiteSession.made)
-        code = pytest.main(
-            [*MODULES, "-p", "no:cacheprovider", "-q", "-o", "addopts=", "--rootdir", str(root),
-             "-c", str(root / "pyproject.toml"), *argv],
-            plugins=[openai_agents_suite_plugin, counter],
-        )  # fmt: skip
+        code = sdist_suite.run(root, MODULES, argv, [openai_agents_suite_plugin, counter])
     print(f"openai-agents session suites on ContextForgeSession: {counter.summary()}")
     failed = any(o == "failed" for o in counter.outcomes.values())
     return 0 if code == 0 and not failed else 1
