@@ -1,9 +1,9 @@
 //! The search index's directory: tantivy's `MmapDirectory` without its fsyncs.
 //!
 //! A tantivy commit syncs every file of every new segment, its metadata and
-//! the directory: a few dozen `fdatasync`s, which made a save of a thousand
-//! entries (one commit) cost tens of milliseconds more than its work. The
-//! index needs none of them. It is derived from the database, which alone
+//! the directory: a few dozen `fdatasync`s for each save of a thousand entries
+//! or more, which commits its own segment (docs/performance.md, "Index commits
+//! are not synced"). The index needs none of them. It is derived from the database, which alone
 //! makes a save durable, and it is never trusted blindly:
 //!
 //! - a killed process leaves its writes in the page cache, whole;
