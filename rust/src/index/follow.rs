@@ -78,11 +78,17 @@ impl SearchIndex {
     /// `Follow::Commit` for callers that hold `apply_lock`. A commit applies its
     /// deletions to the segments, so it waits for their check first.
     pub(super) fn commit_log_locked(&self, store: &Store) -> Result<()> {
-        let mut applied = self.applied();
-        let mut changes = store.changes_since(applied, PAGE)?;
+        let changes = store.changes_since(self.applied(), PAGE)?;
         if changes.is_empty() || self.ready_locked(store)? {
             return Ok(());
         }
+        let behind = store.head()? - self.applied();
+        self.widen(behind, || self.commit_log_from(store, changes))
+    }
+
+    /// `commit_log_locked`'s work, from its first page of changes on.
+    fn commit_log_from(&self, store: &Store, mut changes: Vec<Change>) -> Result<()> {
+        let mut applied = self.applied();
         let mut guard = self.writer.lock();
         let writer = guard.as_mut().ok_or(Error::Closed)?;
         let start = applied;
@@ -170,15 +176,18 @@ impl SearchIndex {
                 if self.ready_locked(store)? {
                     return Ok(());
                 }
-                let before_bulk = if merge { Some(self.hold_merges()?) } else { None };
-                let pulled = self.commit_pages(store, first, &mut neighbours);
-                if let Some(before) = before_bulk {
-                    // Only an optimisation: the changes are applied either way.
-                    if let Err(err) = self.merge_new_segments(&before) {
-                        log::warn!("merging a bulk save's index segments failed: {err}");
+                let behind = store.head()? - applied;
+                self.widen(behind, || {
+                    let before_bulk = if merge { Some(self.hold_merges()?) } else { None };
+                    let pulled = self.commit_pages(store, first, &mut neighbours);
+                    if let Some(before) = before_bulk {
+                        // Only an optimisation: the changes are applied either way.
+                        if let Err(err) = self.merge_new_segments(&before) {
+                            log::warn!("merging a bulk save's index segments failed: {err}");
+                        }
                     }
-                }
-                pulled
+                    pulled
+                })
             }
         }
     }

@@ -328,13 +328,50 @@ fn reset_writer(guard: &mut Option<IndexWriter<TantivyDocument>>) {
     }
 }
 
-/// The index writer: one indexing thread per core, up to two. A bulk save's
-/// pages are analysed and indexed on both cores (and merged afterwards, in
-/// segments of at most `segments::SEGMENT_DOCS`); a flush of the tail uses one.
+/// The index writer, with one indexing thread: each thread's segment writer
+/// takes memory of its own at every commit (a term table, an FST builder per
+/// field), so a flush of the tail or a save of a few thousand entries costs
+/// less, in time and in memory, on one thread. A wide bulk of changes gets
+/// more (`SearchIndex::widen`).
 fn open_writer(index: &Index) -> tantivy::Result<IndexWriter<TantivyDocument>> {
-    let writer = index.writer_with_num_threads(crate::runtime::cores().clamp(1, 2), WRITER_MEMORY)?;
+    open_writer_with(index, 1)
+}
+
+fn open_writer_with(index: &Index, threads: usize) -> tantivy::Result<IndexWriter<TantivyDocument>> {
+    let writer = index.writer_with_num_threads(threads, WRITER_MEMORY)?;
     writer.set_merge_policy(Box::new(segments::CappedMerges::new()));
     Ok(writer)
+}
+
+/// Changes at least this many behind make a wide bulk: indexed on one thread
+/// per core, up to two (and merged afterwards, in segments of at most
+/// `segments::SEGMENT_DOCS`).
+const WIDE_BULK: i64 = 50_000;
+
+impl SearchIndex {
+    /// Runs `bulk` with a writer of one indexing thread per core (up to two)
+    /// when `behind` changes make a wide bulk, and with the usual one-thread
+    /// writer otherwise. The writer holds nothing uncommitted when swapped.
+    fn widen<T>(&self, behind: i64, bulk: impl FnOnce() -> Result<T>) -> Result<T> {
+        let threads = crate::runtime::cores().clamp(1, 2);
+        if behind < WIDE_BULK || threads < 2 {
+            return bulk();
+        }
+        self.swap_writer(threads)?;
+        let result = bulk();
+        let narrowed = self.swap_writer(1);
+        let done = result?;
+        narrowed.map(|()| done)
+    }
+
+    fn swap_writer(&self, threads: usize) -> Result<()> {
+        let mut guard = self.writer.lock();
+        let old = guard.take().ok_or(Error::Closed)?;
+        let index = old.index().clone();
+        drop(old); // joins its threads and releases the directory lock
+        *guard = Some(open_writer_with(&index, threads)?);
+        Ok(())
+    }
 }
 
 /// Merges each group of segments (groups of one are rewritten alone only when
