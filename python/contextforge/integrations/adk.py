@@ -25,13 +25,12 @@ Install with ``pip install 'contextforge-memory[adk]'``.
 
 from __future__ import annotations
 
-import unicodedata
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from contextforge.integrations import require
+from contextforge.integrations import escape_label, require, store_of
 
 require("google.adk.memory", "adk")
 
@@ -53,20 +52,6 @@ _DELETED_KIND = "adk.deleted"
 _KEY = "adk:"
 _DELETED_KEY = "adk-deleted:"
 _CHUNK = 500
-
-
-def escape_label(label: str) -> str:
-    """``label`` with ``%``, ``/`` and control characters percent-encoded.
-
-    So it is one scope level, and two labels never escape to the same text.
-    """
-    out: list[str] = []
-    for ch in label:
-        if ch in "%/" or unicodedata.category(ch) == "Cc":
-            out.extend(f"%{byte:02X}" for byte in ch.encode("utf-8"))
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 class ContextForgeMemoryService(BaseMemoryService):
@@ -91,17 +76,7 @@ class ContextForgeMemoryService(BaseMemoryService):
         budget: int = 2048,
         limit: int = 10,
     ) -> None:
-        if cf is not None and store is not None:
-            raise TypeError("give the store once: ContextForgeMemoryService(cf) or store=cf")
-        handle = cf if cf is not None else store
-        if handle is None:
-            raise TypeError("ContextForgeMemoryService needs an open store: pass cf or store=")
-        if isinstance(handle, ContextForgeSync):
-            handle = handle.aio
-        if not isinstance(handle, ContextForge):
-            raise TypeError(
-                f"expected a ContextForge or ContextForgeSync, got {type(handle).__name__}"
-            )
+        handle = store_of(cf, store, "ContextForgeMemoryService")
         if not scope_root or "/" in scope_root or ":" in scope_root:
             # The first ':' ends the root: two roots never share a scope.
             raise ValueError("scope_root must be a non-empty label without '/' or ':'")

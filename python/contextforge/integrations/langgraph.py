@@ -36,7 +36,7 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar, cast
 
-from contextforge.integrations import require
+from contextforge.integrations import escape_label, require, store_of
 
 require("langgraph.store.base", "langgraph")
 
@@ -76,16 +76,6 @@ _DEPTH = 100
 # Namespaces and keys as labels -----------------------------------------------------------
 
 
-def _escape(text: str) -> str:
-    out: list[str] = []
-    for ch in text:
-        if ch in "%/" or unicodedata.category(ch) == "Cc":
-            out.extend(f"%{b:02X}" for b in ch.encode("utf-8"))
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
 def _unescape(text: str) -> str:
     if "%" not in text:
         return text
@@ -109,7 +99,7 @@ def namespace_to_scope(namespace: Sequence[str]) -> str:
     """The scope that holds ``namespace``'s items: under ``ROOT``, its labels
     escaped (``%`` as ``%25``, ``/`` as ``%2F``, control characters as
     ``%XX``) and joined by ``/``; the empty namespace is ``ROOT`` itself."""
-    return "/".join([ROOT, *(_escape(label) for label in namespace)])
+    return "/".join([ROOT, *(escape_label(label) for label in namespace)])
 
 
 def scope_to_namespace(scope: str) -> tuple[str, ...]:
@@ -266,15 +256,7 @@ class ContextForgeStore(BaseStore):
         ttl: TTLConfig | None = None,
         fields: Sequence[str] | None = None,
     ) -> None:
-        given = cf if cf is not None else store
-        if cf is not None and store is not None:
-            raise TypeError("give the store once: ContextForgeStore(cf) or store=cf")
-        if isinstance(given, ContextForgeSync):
-            given = given.aio
-        if not isinstance(given, ContextForge):
-            raise TypeError(
-                f"ContextForgeStore takes an open ContextForge, not {type(given).__name__}"
-            )
+        given = store_of(cf, store, "ContextForgeStore")
         self._aio: ContextForge = given
         self._sync: ContextForgeSync = ContextForgeSync.sharing(given)
         self.ttl_config = ttl

@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Literal
 
-from contextforge.integrations import require
+from contextforge.integrations import require, store_of
 
 require("llama_index.core.memory", "llamaindex")
 
@@ -87,17 +87,7 @@ class ContextForgeMemoryBlock(BaseMemoryBlock[str]):
         store: ContextForge | ContextForgeSync | None = None,
         **data: Any,
     ) -> None:
-        if cf is not None and store is not None:
-            raise TypeError("give the store once: ContextForgeMemoryBlock(cf) or store=cf")
-        handle = cf if cf is not None else store
-        if handle is None:
-            raise TypeError("ContextForgeMemoryBlock needs an open store: pass cf or store=")
-        if isinstance(handle, ContextForgeSync):
-            handle = handle.aio
-        if not isinstance(handle, ContextForge):
-            raise TypeError(
-                f"expected a ContextForge or ContextForgeSync, got {type(handle).__name__}"
-            )
+        handle = store_of(cf, store, "ContextForgeMemoryBlock")
         super().__init__(store=handle, **data)  # type: ignore[call-arg]  # a field of this class
 
     async def _aput(self, messages: list[ChatMessage]) -> None:

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, cast
 
-from contextforge.integrations import require
+from contextforge.integrations import escape_label, require, store_of
 
 require("agents", "openai-agents")
 
@@ -60,26 +60,14 @@ ITEM_KEY = "item"
 _TEXT_PART_TYPES = frozenset({"input_text", "output_text", "text", "refusal", "summary_text"})
 
 
-def _escape(label: str) -> str:
-    return label.replace("%", "%25").replace("/", "%2F")
-
-
 def session_scope(session_id: str, parent: str | None = None) -> str:
     """The scope a session's items go to: ``agents:<session_id>``, with ``%``
     and ``/`` of the id percent-encoded so the session is one scope level;
     beneath ``parent`` when given (``"user:42"`` gives
     ``"user:42/agents:<session_id>"``, so ``scope_prefix="user:42"`` reads
     every session of that user)."""
-    level = f"agents:{_escape(session_id)}"
+    level = f"agents:{escape_label(session_id)}"
     return f"{parent.rstrip('/')}/{level}" if parent else level
-
-
-def _as_store(cf: ContextForge | ContextForgeSync) -> ContextForge:
-    if isinstance(cf, ContextForgeSync):
-        return cf.aio
-    if isinstance(cf, ContextForge):
-        return cf
-    raise TypeError(f"expected a ContextForge store, not {type(cf).__name__}")
 
 
 def _parts_text(parts: Any) -> list[str]:
@@ -160,14 +148,12 @@ class ContextForgeSession:
         scrub: bool = True,
         ttl: float | timedelta | None = None,
     ) -> None:
-        if (cf is None) == (store is None):
-            raise TypeError("give the store once: ContextForgeSession(session_id, cf) or store=cf")
+        if cf is None and store is None:
+            raise TypeError("give the store: ContextForgeSession(session_id, cf) or store=cf")
         if not isinstance(session_id, str) or not session_id:
             raise ValueError("session_id must be a non-empty string")
         self.session_id = session_id
-        self._cf = _as_store(
-            cast("ContextForge | ContextForgeSync", cf if cf is not None else store)
-        )
+        self._cf = store_of(cf, store, "ContextForgeSession")
         # As the SDK's own sessions: no settings means the default ones.
         self.session_settings = (
             coerce_session_settings(dict(session_settings))
@@ -285,7 +271,7 @@ async def recall_instructions(
     everything under ``scope_prefix`` (``"user:42"``: every session made
     with ``parent_scope="user:42"``, and that user's other memory); other keywords go to ``cf.context`` (``kinds=``,
     ``metadata=``, ``order=``...). With nothing relevant, ``instructions`` alone."""
-    store = _as_store(cf)
+    store = store_of(cf, None, "recall_instructions")
     if scope_prefix is not None:
         ctx = await store.context(query, budget=budget, scope_prefix=scope_prefix, **context_kwargs)
     else:
