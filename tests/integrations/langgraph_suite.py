@@ -22,8 +22,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-
 HERE = Path(__file__).resolve().parent
 MODULES = ("tests/test_store.py", "tests/test_async_store.py", "tests/test_ttl.py")
 
@@ -92,53 +90,22 @@ DESELECTED: dict[tuple[str, str], tuple[str, str]] = {
 }
 
 
-class _Deselect:
-    """Leaves out the tests in DESELECTED, and counts the outcomes."""
-
-    def __init__(self) -> None:
-        self.counts: dict[str, int] = {"passed": 0, "failed": 0, "skipped": 0}
-        self.deselected: dict[str, int] = {}
-
-    def pytest_collection_modifyitems(
-        self, config: pytest.Config, items: list[pytest.Item]
-    ) -> None:
-        keep: list[pytest.Item] = []
-        drop: list[pytest.Item] = []
-        for item in items:
-            name = getattr(item, "originalname", None) or item.name.split("[")[0]
-            why = DESELECTED.get((item.path.name, name))
-            if why is None:
-                keep.append(item)
-            else:
-                drop.append(item)
-                self.deselected[why[0]] = self.deselected.get(why[0], 0) + 1
-        if drop:
-            config.hook.pytest_deselected(items=drop)
-            items[:] = keep
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # A test's outcome: its call's, or its setup's when that failed or skipped.
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            self.counts[report.outcome] += 1
-        elif report.when == "teardown" and report.failed:
-            self.counts["failed"] += 1
-
-
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(HERE))
     import langgraph_plugin  # type: ignore[import-not-found]  # on sys.path just above
     import sdist_suite  # type: ignore[import-not-found]
 
+    # Counted by category; the why is for the reader.
+    counter = sdist_suite.Deselect({test: category for test, (category, _) in DESELECTED.items()})
     with sdist_suite.unpacked("langgraph-checkpoint-sqlite") as root:
-        counter = _Deselect()
         code = sdist_suite.run(root, MODULES, argv, [langgraph_plugin, counter])
-    c = counter.counts
-    left_out = ", ".join(f"{n} ({why})" for why, n in sorted(counter.deselected.items()))
+    passed, failed, skipped = (counter.count(o) for o in ("passed", "failed", "skipped"))
+    left_out = ", ".join(f"{n} ({why})" for why, n in sorted(counter.by_reason.items()))
     print(
-        f"langgraph-checkpoint-sqlite suite on ContextForgeStore: {c['passed']} passed, "
-        f"{c['failed']} failed, {c['skipped']} skipped; deselected: {left_out or 'none'}"
+        f"langgraph-checkpoint-sqlite suite on ContextForgeStore: {passed} passed, "
+        f"{failed} failed, {skipped} skipped; deselected: {left_out or 'none'}"
     )
-    return 0 if code == 0 and c["failed"] == 0 else 1
+    return 0 if code == 0 and failed == 0 else 1
 
 
 if __name__ == "__main__":

@@ -28,8 +28,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 HERE = Path(__file__).resolve().parent
 MODULES = (
     "tests/memory/test_session.py",
@@ -103,52 +101,21 @@ DESELECTED: dict[str, dict[str, str]] = {
 }
 
 
-class _Deselect:
-    """Leaves out the tests in DESELECTED, and counts the outcomes; ``ours`` holds
-    the tests that ran on a ContextForgeSession (they constructed a ``SQLiteSession``)."""
+class _Ours:
+    """A pytest plugin: ``nodeids`` holds the tests that ran on a
+    ContextForgeSession (they constructed a ``SQLiteSession``)."""
 
     def __init__(self, made: Callable[[], int]) -> None:
         self.made = made
-        self.outcomes: dict[str, str] = {}
-        self.ours: set[str] = set()
-        self.deselected = 0
+        self.nodeids: set[str] = set()
         self._before = 0
-
-    def pytest_collection_modifyitems(
-        self, config: pytest.Config, items: list[pytest.Item]
-    ) -> None:
-        keep: list[pytest.Item] = []
-        drop: list[pytest.Item] = []
-        for item in items:
-            name = getattr(item, "originalname", None) or item.name.split("[")[0]
-            (drop if name in DESELECTED.get(item.path.name, {}) else keep).append(item)
-        if drop:
-            config.hook.pytest_deselected(items=drop)
-            items[:] = keep
-            self.deselected = len(drop)
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self._before = self.made()
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # A test's outcome: its call's, or its setup's when that failed or skipped.
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            self.outcomes[report.nodeid] = report.outcome
-        elif report.when == "teardown" and report.failed:
-            self.outcomes[report.nodeid] = "failed"
-
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         if self.made() > self._before:
-            self.ours.add(nodeid)
-
-    def summary(self) -> str:
-        counts = {o: sum(v == o for v in self.outcomes.values()) for o in ("passed", "failed")}
-        ours = sum(self.outcomes.get(n) == "passed" for n in self.ours)
-        skipped = len(self.outcomes) - counts["passed"] - counts["failed"]
-        return (
-            f"{counts['passed']} passed ({ours} of them on ContextForgeSession), "
-            f"{counts['failed']} failed, {skipped} skipped, {self.deselected} deselected"
-        )
+            self.nodeids.add(nodeid)
 
 
 def main(argv: list[str]) -> int:
@@ -156,12 +123,22 @@ def main(argv: list[str]) -> int:
     import openai_agents_suite_plugin  # type: ignore[import-not-found]  # on sys.path just above
     import sdist_suite  # type: ignore[import-not-found]
 
+    counter = sdist_suite.Deselect(
+        {(module, test): why for module, tests in DESELECTED.items() for test, why in tests.items()}
+    )
+    ours = _Ours(lambda: openai_agents_suite_plugin.SQLiteSession.made)
     with sdist_suite.unpacked("openai-agents") as root:
-        counter = _Deselect(lambda: openai_agents_suite_plugin.SQLiteSession.made)
-        code = sdist_suite.run(root, MODULES, argv, [openai_agents_suite_plugin, counter])
-    print(f"openai-agents session suites on ContextForgeSession: {counter.summary()}")
-    failed = any(o == "failed" for o in counter.outcomes.values())
-    return 0 if code == 0 and not failed else 1
+        code = sdist_suite.run(root, MODULES, argv, [openai_agents_suite_plugin, counter, ours])
+    passed, failed = counter.count("passed"), counter.count("failed")
+    on_ours = sum(counter.outcomes.get(n) == "passed" for n in ours.nodeids)
+    skipped = len(counter.outcomes) - passed - failed
+    deselected = sum(counter.by_reason.values())
+    print(
+        f"openai-agents session suites on ContextForgeSession: {passed} passed "
+        f"({on_ours} of them on ContextForgeSession), {failed} failed, {skipped} skipped, "
+        f"{deselected} deselected"
+    )
+    return 0 if code == 0 and failed == 0 else 1
 
 
 if __name__ == "__main__":

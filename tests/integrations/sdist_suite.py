@@ -1,6 +1,7 @@
 """What the runners of frameworks' own test suites share: the framework's sdist
-unpacked in a temporary directory, and pytest run there on its test modules
-with our plugins (see langgraph_suite.py, openai_agents_suite.py)."""
+unpacked in a temporary directory, pytest run there on its test modules with
+our plugins, and the plugin that leaves out the tests a runner lists and keeps
+each outcome (see langgraph_suite.py, openai_agents_suite.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -55,3 +56,44 @@ def run(root: Path, modules: Sequence[str], argv: Sequence[str], plugins: list[o
             plugins=plugins,
         )
     )  # fmt: skip
+
+
+class Deselect:
+    """A pytest plugin: leaves out the tests in ``deselected`` ((module file, test
+    function) -> the reason they are counted under; every parametrization),
+    counts them by that reason in ``by_reason``, and keeps each test's outcome
+    in ``outcomes`` (by node id)."""
+
+    def __init__(self, deselected: Mapping[tuple[str, str], str]) -> None:
+        self.deselected = deselected
+        self.by_reason: dict[str, int] = {}
+        self.outcomes: dict[str, str] = {}
+
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
+        for item in items:
+            name = getattr(item, "originalname", None) or item.name.split("[")[0]
+            why = self.deselected.get((item.path.name, name))
+            if why is None:
+                keep.append(item)
+            else:
+                drop.append(item)
+                self.by_reason[why] = self.by_reason.get(why, 0) + 1
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # A test's outcome: its call's, or its setup's when that failed or skipped,
+        # or failed when its teardown failed.
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            self.outcomes[report.nodeid] = report.outcome
+        elif report.when == "teardown" and report.failed:
+            self.outcomes[report.nodeid] = "failed"
+
+    def count(self, outcome: str) -> int:
+        """How many tests ended with ``outcome``."""
+        return sum(o == outcome for o in self.outcomes.values())
