@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::config::{Config, Eviction};
 use crate::entry::Micros;
 use crate::error::{Error, Result};
-use crate::index::{Flusher, Follow, SearchIndex};
+use crate::index::{Flusher, Follow, Grapher, SearchIndex};
 use crate::scrub::{ScrubOptions, Scrubber};
 use crate::store::{Change, Retention, Store};
 use crate::tokens::TokenCounter;
@@ -37,6 +37,7 @@ pub struct Memory {
     store: Arc<Store>,
     index: Arc<SearchIndex>,
     flusher: Flusher,
+    grapher: Grapher,
     tokens: TokenCounter,
     scrubber: Scrubber,
     /// Entries queries returned since the last write, for LRU eviction.
@@ -94,12 +95,14 @@ impl Memory {
         // Built while the index's files are checked in the background.
         let scrubber = Scrubber::new(ScrubOptions { secrets: config.scrub.secrets, pii: config.scrub.pii });
         let flusher = Flusher::start(Arc::clone(&index), Duration::from_millis(config.flush_ms.max(1)))?;
+        let grapher = Grapher::start(Arc::clone(&index), crate::runtime::cores().clamp(1, 2))?;
         let reads = audit::ReadLog::new(Arc::clone(&store), config.audit.retention_days);
         let engine = Self {
             config,
             store,
             index,
             flusher,
+            grapher,
             tokens,
             scrubber,
             returned: Mutex::default(),
@@ -138,12 +141,20 @@ impl Memory {
     }
 
     /// Commits pending index changes now (they are durable in the database
-    /// already; this only saves the next open some work).
+    /// already; this only saves the next open some work), and brings the
+    /// vector graph up to date, so that no hybrid query scans what it lacks.
     pub fn flush(&self) -> Result<()> {
         self.check_open()?;
         self.write_returned()?;
         self.write_reads()?;
-        self.index.flush()
+        self.index.flush()?;
+        self.index.catch_up_graph()
+    }
+
+    /// The vector graph: (vectors it holds, bytes of memory); (0, 0) when the
+    /// store is small enough to scan (`index::EXACT_BELOW` vectors or fewer).
+    pub fn graph_shape(&self) -> (usize, usize) {
+        self.index.graph_shape()
     }
 
     /// Flushes the index and releases files and threads. Later calls fail with
@@ -153,6 +164,7 @@ impl Memory {
             return Ok(());
         }
         self.flusher.stop();
+        self.grapher.stop();
         self.write_returned()?;
         self.write_reads()?;
         self.index.close()
@@ -177,6 +189,7 @@ impl Memory {
         }
         self.index.follow(&self.store, Follow::Local(changes))?;
         self.nudge_flusher();
+        self.nudge_grapher();
         Ok(())
     }
 
@@ -184,6 +197,13 @@ impl Memory {
     fn nudge_flusher(&self) {
         if self.index.pending() >= self.config.flush_entries {
             self.flusher.nudge();
+        }
+    }
+
+    /// Asks the graph to take in new or changed vectors, when it has work.
+    fn nudge_grapher(&self) {
+        if self.index.graph_backlog() > 0 {
+            self.grapher.nudge();
         }
     }
 

@@ -1,6 +1,7 @@
 //! query, get, list, count and scopes.
 
 use super::admit::Admit;
+use super::select::Selection;
 use super::Memory;
 use std::collections::HashMap;
 use std::time::Instant;
@@ -175,25 +176,9 @@ impl Memory {
         self.answer(query, started).map(Some)
     }
 
-    /// Ranks and packs `query` over the index as it is.
-    fn answer(&self, query: &Query, started: Instant) -> Result<(Vec<Hit>, Timings)> {
-        let since = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
-        let synced = Instant::now();
-        let now = query.now.unwrap_or_else(now_micros);
-        let selection = self.selection(query)?;
-        if query.text.trim().is_empty() {
-            let hits = self.browse(query, &selection, now)?;
-            self.note_returned(hits.iter().map(|h| h.entry.id), now_micros());
-            self.note_read(query, &hits, now_micros());
-            let total_us = since(started);
-            return Ok((
-                hits,
-                Timings { sync_us: (synced - started).as_secs_f64() * 1e6, total_us, ..Timings::default() },
-            ));
-        }
-        // Alive at the query's clock, as the index judges it.
-        let admit = Admit::new(query, &selection, now);
-        let request = SearchRequest {
+    /// What the index searches for `query`.
+    fn request(&self, query: &Query, selection: &Selection, now: Micros) -> SearchRequest {
+        SearchRequest {
             metadata: selection.terms.clone(),
             scope_prefix: selection.prefix.clone(),
             metadata_filter: selection.filter.clone(),
@@ -213,7 +198,44 @@ impl Memory {
             recency_weight: self.config.recency.weight,
             half_life_us: f64::from(self.config.recency.half_life_days) * MICROS_PER_DAY,
             retrieval: self.config.retrieval,
+        }
+    }
+
+    /// The `k` entries whose vectors are nearest `query.embedding` among those
+    /// the query's conditions admit, nearest first, with their cosine
+    /// similarity: dense retrieval alone, without BM25, fusion or packing.
+    pub fn similar(&self, query: &Query, k: usize) -> Result<Vec<(i64, f32)>> {
+        self.check_open()?;
+        query.validate()?;
+        let Some(vector) = query.embedding.as_deref() else {
+            return Err(Error::invalid("similar needs the query's embedding"));
         };
+        self.follow()?;
+        let now = query.now.unwrap_or_else(now_micros);
+        let selection = self.selection(query)?;
+        let request = self.request(query, &selection, now);
+        Ok(self.index.nearest(&request, vector, k).into_iter().map(|n| (n.id, n.cosine)).collect())
+    }
+
+    /// Ranks and packs `query` over the index as it is.
+    fn answer(&self, query: &Query, started: Instant) -> Result<(Vec<Hit>, Timings)> {
+        let since = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
+        let synced = Instant::now();
+        let now = query.now.unwrap_or_else(now_micros);
+        let selection = self.selection(query)?;
+        if query.text.trim().is_empty() {
+            let hits = self.browse(query, &selection, now)?;
+            self.note_returned(hits.iter().map(|h| h.entry.id), now_micros());
+            self.note_read(query, &hits, now_micros());
+            let total_us = since(started);
+            return Ok((
+                hits,
+                Timings { sync_us: (synced - started).as_secs_f64() * 1e6, total_us, ..Timings::default() },
+            ));
+        }
+        // Alive at the query's clock, as the index judges it.
+        let admit = Admit::new(query, &selection, now);
+        let request = self.request(query, &selection, now);
         let ranked = self.rank(query, &request)?;
         let searched = Instant::now();
         let drop_flagged = query.injection == InjectionPolicy::Drop;

@@ -4,9 +4,16 @@
 //! query reads one block front to back. They are stored unit-length, so cosine
 //! similarity is a dot product. Like the tail, this follows the change log; it
 //! is loaded from the database on open.
+//!
+//! For large stores an approximate graph (`graph.rs`) proposes candidates;
+//! this keeps what the graph needs to be checked against: each vector's
+//! generation, whether the graph holds that very vector (`graphed`), the
+//! vectors it does not hold yet (`pending`) and the ids whose vector in the
+//! graph is no longer theirs (`unlinked`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
+use super::graph::{quantize, Graph};
 use super::schema::{scope_key, session_key};
 use super::search::SearchRequest;
 use crate::entry::{Entry, Micros};
@@ -16,8 +23,22 @@ pub struct Dense {
     /// The dimension of every vector held; 0 before the first.
     dim: usize,
     blocks: HashMap<String, Block>,
-    /// Entry id -> (scope key, row).
-    slots: HashMap<i64, (String, usize)>,
+    slots: HashMap<i64, Slot>,
+    /// The generation the next vector set gets.
+    next_gen: u64,
+    /// Ids whose vector the graph does not hold yet.
+    pending: HashSet<i64>,
+    /// Ids whose vector in the graph is stale (replaced or deleted).
+    unlinked: Vec<i64>,
+}
+
+/// Where an entry's vector is, and whether the graph holds it.
+struct Slot {
+    key: String,
+    row: usize,
+    /// Changes every time the entry's vector is set.
+    gen: u64,
+    graphed: bool,
 }
 
 /// One scope's vectors and the entries they belong to (without content).
@@ -75,11 +96,19 @@ impl Dense {
         block.data.extend(unit(vector));
         block.entries.push(Entry { content: String::new(), ..entry.clone() });
         block.sessions.push(session_key(entry));
-        self.slots.insert(id, (key, block.entries.len() - 1));
+        let row = block.entries.len() - 1;
+        self.next_gen += 1;
+        self.slots.insert(id, Slot { key, row, gen: self.next_gen, graphed: false });
+        self.pending.insert(id);
     }
 
     fn remove(&mut self, id: i64) {
-        let Some((key, row)) = self.slots.remove(&id) else { return };
+        let Some(slot) = self.slots.remove(&id) else { return };
+        if slot.graphed {
+            self.unlinked.push(id);
+        }
+        self.pending.remove(&id);
+        let (key, row) = (slot.key, slot.row);
         let Some(block) = self.blocks.get_mut(&key) else { return };
         let last = block.entries.len() - 1;
         block.entries.swap_remove(row);
@@ -87,7 +116,9 @@ impl Dense {
         if row != last {
             let (from, to) = (last * self.dim, row * self.dim);
             block.data.copy_within(from..from + self.dim, to);
-            self.slots.insert(block.entries[row].id, (key.clone(), row));
+            if let Some(moved) = self.slots.get_mut(&block.entries[row].id) {
+                moved.row = row;
+            }
         }
         block.data.truncate(last * self.dim);
         if block.entries.is_empty() {
@@ -100,9 +131,121 @@ impl Dense {
 
     /// The unit vector held for `id`.
     pub fn vector(&self, id: i64) -> Option<&[f32]> {
-        let (key, row) = self.slots.get(&id)?;
-        let block = self.blocks.get(key)?;
-        Some(&block.data[row * self.dim..(row + 1) * self.dim])
+        let slot = self.slots.get(&id)?;
+        let block = self.blocks.get(&slot.key)?;
+        Some(&block.data[slot.row * self.dim..(slot.row + 1) * self.dim])
+    }
+
+    /// The entry and session key of `id`, when it has a vector.
+    fn entry(&self, id: i64) -> Option<(&Entry, u64, &[f32])> {
+        let slot = self.slots.get(&id)?;
+        let block = self.blocks.get(&slot.key)?;
+        let vector = &block.data[slot.row * self.dim..(slot.row + 1) * self.dim];
+        Some((&block.entries[slot.row], block.sessions[slot.row], vector))
+    }
+
+    /// At most how many vectors `req` may admit: those of its scopes (or
+    /// every one), or of its allowed ids.
+    pub fn reach(&self, req: &SearchRequest) -> usize {
+        let in_scopes = match &req.scopes {
+            Some(keys) => keys.iter().filter_map(|key| self.blocks.get(key)).map(|b| b.entries.len()).sum(),
+            None => self.len(),
+        };
+        req.allowed.as_ref().map_or(in_scopes, |ids| in_scopes.min(ids.len()))
+    }
+
+    /// `id` scored against `query` (unit), when `req` admits it.
+    fn score(&self, req: &SearchRequest, query: &[f32], id: i64) -> Option<Neighbour> {
+        let (entry, session, vector) = self.entry(id)?;
+        req.admits(entry).then(|| Neighbour {
+            id,
+            cosine: dot(query, vector),
+            timestamp: entry.timestamp,
+            tokens: entry.tokens,
+            session,
+        })
+    }
+
+    /// Whether the graph's vector for `id` is the entry's own and `req` admits it.
+    pub fn graphed_admits(&self, req: &SearchRequest, id: i64) -> bool {
+        self.slots.get(&id).is_some_and(|s| s.graphed)
+            && self.entry(id).is_some_and(|(entry, _, _)| req.admits(entry))
+    }
+
+    /// `ids` (from the graph) and every vector the graph does not hold yet,
+    /// scored exactly: the `k` best that `req` admits.
+    pub fn rescore(&self, req: &SearchRequest, query: &[f32], ids: &[i64], k: usize) -> Vec<Neighbour> {
+        let query = unit(query);
+        let found = ids.iter().chain(&self.pending).filter_map(|&id| self.score(req, &query, id)).collect();
+        best(found, k)
+    }
+
+    /// Vectors waiting for the graph: ids to remove from it, and ids to add.
+    pub fn backlog(&self) -> usize {
+        self.pending.len() + self.unlinked.len()
+    }
+
+    /// The ids whose vector in the graph is stale, to remove from it.
+    pub fn take_unlinked(&mut self) -> Vec<i64> {
+        std::mem::take(&mut self.unlinked)
+    }
+
+    /// Up to `max` vectors the graph lacks: id, generation, quantized vector.
+    pub fn pending_batch(&self, max: usize) -> Vec<(i64, u64, Vec<i8>)> {
+        let mut ids: Vec<i64> = self.pending.iter().copied().collect();
+        if ids.len() > max {
+            ids.select_nth_unstable(max - 1);
+            ids.truncate(max);
+        }
+        ids.sort_unstable();
+        let quantized = |id| Some((id, self.slots.get(&id)?.gen, quantize(self.vector(id)?)));
+        ids.into_iter().filter_map(quantized).collect()
+    }
+
+    /// Records that the graph now holds these vectors; one that changed or
+    /// went meanwhile is stale in the graph at once.
+    pub fn mark_graphed(&mut self, added: &[(i64, u64)]) {
+        for &(id, gen) in added {
+            match self.slots.get_mut(&id) {
+                Some(slot) if slot.gen == gen => {
+                    slot.graphed = true;
+                    self.pending.remove(&id);
+                }
+                _ => self.unlinked.push(id),
+            }
+        }
+    }
+
+    /// The graph is gone (or new): every vector is pending again.
+    pub fn forget_graph(&mut self) {
+        self.unlinked.clear();
+        for (id, slot) in &mut self.slots {
+            slot.graphed = false;
+            self.pending.insert(*id);
+        }
+    }
+
+    /// Takes over a graph read from disk: each vector it holds exactly as this
+    /// holds it counts as graphed; any other it holds for a known id is stale.
+    /// Returns how many it holds for no known id (stale beyond reach).
+    pub fn adopt(&mut self, graph: &Graph) -> usize {
+        self.forget_graph();
+        let mut known = 0;
+        let ids: Vec<i64> = self.slots.keys().copied().collect();
+        for id in ids {
+            let Some(held) = graph.held(id) else { continue };
+            known += 1;
+            let Some(vector) = self.vector(id) else { continue };
+            if held == quantize(vector) {
+                if let Some(slot) = self.slots.get_mut(&id) {
+                    slot.graphed = true;
+                }
+                self.pending.remove(&id);
+            } else {
+                self.unlinked.push(id);
+            }
+        }
+        graph.len().saturating_sub(known)
     }
 
     /// The `k` entries most similar to `query` among those `req` admits, best
@@ -112,11 +255,17 @@ impl Dense {
             return Vec::new();
         }
         let query = unit(query);
+        if let Some(ids) = req.allowed.as_ref().filter(|ids| ids.len() * 4 < self.len()) {
+            return best(ids.iter().filter_map(|&id| self.score(req, &query, id)).collect(), k);
+        }
         let blocks: Vec<&Block> = match &req.scopes {
             Some(keys) => keys.iter().filter_map(|key| self.blocks.get(key)).collect(),
             None => self.blocks.values().collect(),
         };
-        let mut found: Vec<Neighbour> = Vec::new();
+        // Cut back to the best `k` whenever it holds `keep`: the memory of a
+        // scan stays bounded at any store size.
+        let keep = (4 * k).max(1024);
+        let mut found: Vec<Neighbour> = Vec::with_capacity(keep);
         for block in blocks {
             let rows = block.entries.iter().zip(&block.sessions).zip(block.data.chunks_exact(self.dim));
             for ((entry, &session), row) in rows {
@@ -130,16 +279,27 @@ impl Dense {
                     tokens: entry.tokens,
                     session,
                 });
+                if found.len() == keep {
+                    found = best(found, k);
+                }
             }
         }
-        let by_score = |a: &Neighbour, b: &Neighbour| b.cosine.total_cmp(&a.cosine).then(b.id.cmp(&a.id));
-        if found.len() > k {
-            found.select_nth_unstable_by(k - 1, by_score);
-            found.truncate(k);
-        }
-        found.sort_by(by_score);
-        found
+        best(found, k)
     }
+}
+
+/// The `k` best of `found`, best first (ties: the newer id first).
+fn best(mut found: Vec<Neighbour>, k: usize) -> Vec<Neighbour> {
+    let by_score = |a: &Neighbour, b: &Neighbour| b.cosine.total_cmp(&a.cosine).then(b.id.cmp(&a.id));
+    if k == 0 {
+        return Vec::new();
+    }
+    if found.len() > k {
+        found.select_nth_unstable_by(k - 1, by_score);
+        found.truncate(k);
+    }
+    found.sort_by(by_score);
+    found
 }
 
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {

@@ -12,6 +12,9 @@ mod collect;
 pub mod dense;
 mod flusher;
 mod follow;
+mod graph;
+mod graph_file;
+mod grapher;
 mod health;
 mod identity;
 mod neighbours;
@@ -24,8 +27,8 @@ mod stats;
 mod stem;
 pub mod tail;
 mod unsynced;
+mod vectors;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
@@ -38,14 +41,17 @@ use crate::store::{Change, ChangeOp, Store};
 use collect::SegmentColumns;
 
 pub use candidate::Candidate;
-use dense::{Dense, Neighbour};
+use dense::Dense;
 pub use flusher::Flusher;
 pub use follow::Follow;
+use graph::Graph;
+pub use grapher::Grapher;
 use health::Health;
 use identity::Stamp;
 use schema::{Extra, Fields};
 pub use search::SearchRequest;
 use tail::Tail;
+pub use vectors::EXACT_BELOW;
 
 const WRITER_MEMORY: usize = 64 * 1024 * 1024;
 
@@ -82,8 +88,13 @@ pub struct SearchIndex {
     reader: RwLock<IndexReader>,
     writer: Mutex<Option<IndexWriter<TantivyDocument>>>,
     view: RwLock<View>,
-    /// Entry embeddings; follows the same changes as `view`.
+    /// Entry embeddings; follows the same changes as `view`. Locked before
+    /// `graph` when both are.
     dense: RwLock<Dense>,
+    /// The approximate graph over `dense`'s vectors, in a large store (`vectors.rs`).
+    graph: RwLock<Option<Graph>>,
+    /// Held by whoever builds the graph (`vectors.rs`), one at a time.
+    graph_steps: Mutex<()>,
     /// The newest change applied to the view; guarded for writes by `apply_lock`.
     applied: AtomicI64,
     apply_lock: Mutex<()>,
@@ -96,50 +107,6 @@ pub struct SearchIndex {
 }
 
 impl SearchIndex {
-    /// Loads every stored vector. Changes after the index's commit are applied
-    /// again by the catch-up that follows, which is harmless: each carries the
-    /// entry's current state.
-    fn load_vectors(&self, store: &Store) -> Result<()> {
-        let vectors = store.vectors()?;
-        let mut dense = self.dense.write();
-        for (entry, vector) in &vectors {
-            dense.apply(entry.id, Some(entry), Some(vector));
-        }
-        Ok(())
-    }
-
-    /// The `k` entries whose vectors are nearest `vector` among those `req` admits.
-    pub fn nearest(&self, req: &SearchRequest, vector: &[f32], k: usize) -> Vec<Neighbour> {
-        self.dense.read().search(req, vector, k)
-    }
-
-    /// The unit vector held for `id`.
-    pub fn vector(&self, id: i64) -> Option<Vec<f32>> {
-        self.dense.read().vector(id).map(<[f32]>::to_vec)
-    }
-
-    /// The unit vectors held for `ids` (entries without one are left out).
-    pub fn vectors(&self, ids: &[i64]) -> HashMap<i64, Vec<f32>> {
-        let dense = self.dense.read();
-        ids.iter().filter_map(|&id| Some((id, dense.vector(id)?.to_vec()))).collect()
-    }
-
-    /// The dimension of the vectors held, and how many there are.
-    pub fn vector_shape(&self) -> (usize, usize) {
-        let dense = self.dense.read();
-        (dense.dim(), dense.len())
-    }
-
-    fn apply_vectors(&self, changes: &[Change]) {
-        if changes.iter().all(|c| c.vector.is_none()) && self.dense.read().is_empty() {
-            return;
-        }
-        let mut dense = self.dense.write();
-        for c in changes {
-            dense.apply(c.entry_id, c.entry.as_ref(), c.vector.as_deref());
-        }
-    }
-
     /// The newest change the index reflects.
     pub fn applied(&self) -> i64 {
         self.applied.load(Ordering::Acquire)
@@ -279,6 +246,7 @@ impl SearchIndex {
         if sound {
             self.commit_pending()?;
         }
+        self.save_graph();
         let Some(writer) = self.writer.lock().take() else { return Ok(()) };
         // Marked while this writer still holds the directory lock, so no other
         // process can have taken the directory over in between. Merges still

@@ -54,6 +54,7 @@ impl SearchIndex {
             }
         };
         index.load_vectors(&store)?;
+        index.load_graph();
         index.follow(&store, Follow::Commit)?;
         // A commit that half-failed (a full disk) can leave an index whose payload
         // claims changes its segments lack: a count that disagrees means rebuild.
@@ -134,6 +135,8 @@ impl SearchIndex {
             writer: Mutex::new(Some(writer)),
             view: RwLock::new(view),
             dense: RwLock::default(),
+            graph: RwLock::default(),
+            graph_steps: Mutex::default(),
             applied: AtomicI64::new(committed),
             apply_lock: Mutex::new(()),
             health: RwLock::new(health),

@@ -1,0 +1,192 @@
+//! Dense search: the exact vectors (`dense.rs`) and, for large stores, the
+//! approximate graph (`graph.rs`) that proposes candidates for them.
+//!
+//! A query whose scopes hold at most `EXACT_BELOW` vectors is scanned exactly:
+//! below that a scan is as fast as the graph and has nothing to miss. Above
+//! it the graph's filtered search (scopes and every other condition checked
+//! inside the search) proposes candidates, which are scored again exactly,
+//! together with the vectors the graph does not hold yet. The graph is built
+//! in the background (`Grapher`), saved at a clean close and read back on open.
+
+use std::collections::HashMap;
+
+use super::dense::{unit, Neighbour};
+use super::graph::{quantize, Graph};
+use super::{graph_file, SearchIndex, SearchRequest};
+use crate::error::Result;
+use crate::store::{Change, Store};
+
+/// Queries that may see at most this many vectors scan them exactly; a store
+/// with fewer has no graph.
+pub const EXACT_BELOW: usize = 20_000;
+/// The graph proposes at least this many candidates to score exactly.
+const MIN_CANDIDATES: usize = 40;
+/// Vectors added to the graph per step, between which writers go on.
+const BATCH: usize = 4096;
+
+impl SearchIndex {
+    /// Loads every stored vector. Changes after the index's commit are applied
+    /// again by the catch-up that follows, which is harmless: each carries the
+    /// entry's current state.
+    pub(super) fn load_vectors(&self, store: &Store) -> Result<()> {
+        let vectors = store.vectors()?;
+        let mut dense = self.dense.write();
+        for (entry, vector) in &vectors {
+            dense.apply(entry.id, Some(entry), Some(vector));
+        }
+        Ok(())
+    }
+
+    /// Reads the graph saved beside the index, if it checks out against this
+    /// database and the vectors just loaded.
+    pub(super) fn load_graph(&self) {
+        let Some(dir) = &self.dir else { return };
+        let mut dense = self.dense.write();
+        if dense.len() <= EXACT_BELOW {
+            graph_file::remove(dir);
+            return;
+        }
+        let Some(graph) = graph_file::load(dir, &self.database, dense.dim()) else { return };
+        let strays = dense.adopt(&graph);
+        // Vectors of entries gone since cannot be found to remove: past a
+        // quarter of the graph, building it again costs less than searching them.
+        if strays * 4 > graph.len() {
+            log::warn!("rebuilding the vector graph: {strays} of its {} vectors are stale", graph.len());
+            dense.forget_graph();
+            graph_file::remove(dir);
+            return;
+        }
+        *self.graph.write() = Some(graph);
+    }
+
+    /// Builds the graph until it holds every vector (when the store has one).
+    pub fn catch_up_graph(&self) -> Result<()> {
+        let threads = crate::runtime::cores().clamp(1, 2);
+        while self.graph_step(threads)? > 0 {}
+        Ok(())
+    }
+
+    /// Saves the graph beside the index (at a clean close).
+    pub(super) fn save_graph(&self) {
+        let Some(dir) = &self.dir else { return };
+        let graph = self.graph.read();
+        match graph.as_ref() {
+            Some(graph) => {
+                if let Err(err) = graph_file::save(dir, &self.database, graph) {
+                    log::warn!("cannot save the vector graph at {}: {err}", dir.display());
+                    graph_file::remove(dir);
+                }
+            }
+            None => graph_file::remove(dir),
+        }
+    }
+
+    /// The `k` entries whose vectors are nearest `vector` among those `req` admits.
+    pub fn nearest(&self, req: &SearchRequest, vector: &[f32], k: usize) -> Vec<Neighbour> {
+        let dense = self.dense.read();
+        let reach = dense.reach(req);
+        if reach > EXACT_BELOW && vector.len() == dense.dim() && k > 0 {
+            if let Some(graph) = self.graph.read().as_ref().filter(|g| g.dim() == dense.dim()) {
+                let query = quantize(&unit(vector));
+                match graph.search(&query, k.max(MIN_CANDIDATES), |id| dense.graphed_admits(req, id)) {
+                    Ok(ids) if ids.len() >= k.min(reach) => return dense.rescore(req, vector, &ids, k),
+                    // Fewer than asked: the conditions admit too few for the
+                    // graph to find them all; the scan below does.
+                    Ok(_) => {}
+                    Err(err) => log::debug!("graph search failed, scanning instead: {err}"),
+                }
+            }
+        }
+        dense.search(req, vector, k)
+    }
+
+    /// The unit vector held for `id`.
+    pub fn vector(&self, id: i64) -> Option<Vec<f32>> {
+        self.dense.read().vector(id).map(<[f32]>::to_vec)
+    }
+
+    /// The unit vectors held for `ids` (entries without one are left out).
+    pub fn vectors(&self, ids: &[i64]) -> HashMap<i64, Vec<f32>> {
+        let dense = self.dense.read();
+        ids.iter().filter_map(|&id| Some((id, dense.vector(id)?.to_vec()))).collect()
+    }
+
+    /// The dimension of the vectors held, and how many there are.
+    pub fn vector_shape(&self) -> (usize, usize) {
+        let dense = self.dense.read();
+        (dense.dim(), dense.len())
+    }
+
+    /// What the graph holds and costs: (vectors, bytes); (0, 0) without one.
+    pub fn graph_shape(&self) -> (usize, usize) {
+        self.graph.read().as_ref().map_or((0, 0), |g| (g.len(), g.memory()))
+    }
+
+    pub(super) fn apply_vectors(&self, changes: &[Change]) {
+        if changes.iter().all(|c| c.vector.is_none()) && self.dense.read().is_empty() {
+            return;
+        }
+        let mut dense = self.dense.write();
+        for c in changes {
+            dense.apply(c.entry_id, c.entry.as_ref(), c.vector.as_deref());
+        }
+    }
+
+    /// Whether the graph has work: vectors to add or to remove.
+    pub fn graph_backlog(&self) -> usize {
+        let dense = self.dense.read();
+        let graph = self.graph.read();
+        match graph.as_ref() {
+            None if dense.len() <= EXACT_BELOW => 0,
+            Some(_) if dense.is_empty() => 1, // to drop
+            _ => dense.backlog(),
+        }
+    }
+
+    /// One step of building the graph: creates it when the store has grown
+    /// past `EXACT_BELOW` (or its vectors changed dimension), drops it when
+    /// the store has no vectors, removes stale vectors and adds up to `BATCH`
+    /// new ones on `threads` threads. Returns what is left to do.
+    pub fn graph_step(&self, threads: usize) -> Result<usize> {
+        let _one_at_a_time = self.graph_steps.lock();
+        let (added, unlinked, batch) = {
+            let mut dense = self.dense.write();
+            let mut graph = self.graph.write();
+            let wanted = dense.len() > EXACT_BELOW || (graph.is_some() && !dense.is_empty());
+            if !wanted {
+                if graph.take().is_some() {
+                    dense.forget_graph();
+                }
+                return Ok(0);
+            }
+            if graph.as_ref().is_none_or(|g| g.dim() != dense.dim()) {
+                *graph = Some(Graph::new(dense.dim())?);
+                dense.forget_graph();
+            }
+            let batch = dense.pending_batch(BATCH);
+            let added: Vec<(i64, u64)> = batch.iter().map(|(id, gen, _)| (*id, *gen)).collect();
+            (added, dense.take_unlinked(), batch)
+        };
+        {
+            let mut guard = self.graph.write();
+            let Some(graph) = guard.as_mut() else { return Ok(0) };
+            // A pending id may still hold an older vector in the graph.
+            for id in unlinked.iter().chain(added.iter().map(|(id, _)| id)) {
+                graph.remove(*id)?;
+            }
+            graph.reserve(batch.len())?;
+        }
+        let vectors: Vec<(i64, Vec<i8>)> = batch.into_iter().map(|(id, _, v)| (id, v)).collect();
+        {
+            let guard = self.graph.read();
+            let Some(graph) = guard.as_ref() else { return Ok(0) };
+            if graph.dim() != vectors.first().map_or(graph.dim(), |(_, v)| v.len()) {
+                return Ok(self.dense.read().backlog()); // replaced meanwhile: start again
+            }
+            graph.add(&vectors, threads)?;
+        }
+        let mut dense = self.dense.write();
+        dense.mark_graphed(&added);
+        Ok(dense.backlog())
+    }
+}
