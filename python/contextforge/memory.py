@@ -674,10 +674,12 @@ class ContextForge(Lineage, Distilling, Selecting):
         return tokens
 
     async def flush(self) -> None:
-        """Commits pending search-index changes now.
+        """Commits pending search-index changes now, and brings the vector
+        graph of a large store up to date (see docs/retrieval.md).
 
-        Entries are durable when ``save`` returns; this only spares the next
-        ``open`` from re-applying them.
+        Entries are durable and searchable when ``save`` returns; this only
+        spares the next ``open`` from re-applying them, and hybrid queries from
+        scanning the vectors the graph has not taken in yet.
         """
         await self._engine.flush()
 

@@ -95,7 +95,9 @@ impl Memory {
         // Built while the index's files are checked in the background.
         let scrubber = Scrubber::new(ScrubOptions { secrets: config.scrub.secrets, pii: config.scrub.pii });
         let flusher = Flusher::start(Arc::clone(&index), Duration::from_millis(config.flush_ms.max(1)))?;
-        let grapher = Grapher::start(Arc::clone(&index), crate::runtime::cores().clamp(1, 2))?;
+        // One thread: the graph is built beside saves and queries, not ahead
+        // of them (`flush` catches it up on every core).
+        let grapher = Grapher::start(Arc::clone(&index), 1)?;
         let reads = audit::ReadLog::new(Arc::clone(&store), config.audit.retention_days);
         let engine = Self {
             config,

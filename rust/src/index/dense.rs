@@ -214,6 +214,9 @@ impl Dense {
                 _ => self.unlinked.push(id),
             }
         }
+        if self.pending.is_empty() && self.pending.capacity() > 4096 {
+            self.pending.shrink_to_fit(); // the memory of a large build, given back
+        }
     }
 
     /// The graph is gone (or new): every vector is pending again.
