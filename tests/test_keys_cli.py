@@ -175,6 +175,9 @@ def everything(db: Path) -> dict[str, Any]:
                         ALL_SCOPES,
                         4096,
                         include_superseded=True,
+                        # A fixed clock: a score's recency part must not
+                        # depend on when each store is read.
+                        now=day(100),
                     )
                 ),
                 key=lambda d: d["id"],

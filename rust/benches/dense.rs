@@ -3,7 +3,10 @@
 //! against an exact scan, at one store size.
 //!
 //! `cargo bench --bench dense` (CF_BENCH_N entries, default 200,000;
-//! CF_BENCH_DIM dimensions, default 384; CF_BENCH_VECTORS=random|clustered).
+//! CF_BENCH_DIM dimensions, default 384; CF_BENCH_VECTORS=random|clustered, or
+//! a folder written by `benchmarks/dense_vectors.py` holding real embeddings;
+//! CF_BENCH_EXACT_BELOW to move the exact-scan threshold, e.g. 0 to have the
+//! graph answer a sample smaller than the default threshold).
 //! Prints one table; every number is from this run.
 
 use std::time::Instant;
@@ -51,10 +54,25 @@ struct Vectors {
     clustered: bool,
     centres: Vec<Vec<f32>>,
     rng: Rng,
+    /// Real embeddings (`dense_vectors.py`), served in order, then wrapping.
+    file: Vec<Vec<f32>>,
+    served: usize,
+}
+
+/// Little-endian float32 rows of `dim`.
+fn read_rows(path: &std::path::Path, dim: usize) -> Vec<Vec<f32>> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let floats: Vec<f32> =
+        bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    floats.chunks_exact(dim).map(|row| unit(row.to_vec())).collect()
 }
 
 impl Vectors {
     fn next(&mut self) -> Vec<f32> {
+        if !self.file.is_empty() {
+            self.served += 1;
+            return self.file[(self.served - 1) % self.file.len()].clone();
+        }
         if self.clustered {
             let c = (self.rng.next() + 0.5) * self.centres.len() as f32;
             let centre = self.centres[(c as usize).min(self.centres.len() - 1)].clone();
@@ -106,23 +124,39 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // cargo bench's probe
     }
-    let n = env("CF_BENCH_N", 200_000);
+    let mut n = env("CF_BENCH_N", 200_000);
     let dim = env("CF_BENCH_DIM", 384);
-    let clustered = std::env::var("CF_BENCH_VECTORS").is_ok_and(|v| v == "clustered");
+    let exact_below = env("CF_BENCH_EXACT_BELOW", _core::index::EXACT_BELOW);
+    let kind = std::env::var("CF_BENCH_VECTORS").unwrap_or_else(|_| "random".into());
+    let clustered = kind == "clustered";
     let mut rng = Rng(42);
     let centres = (0..1000).map(|_| unit((0..dim).map(|_| rng.gauss()).collect())).collect();
-    let mut vectors = Vectors { dim, clustered, centres, rng: Rng(7) };
-    println!("n = {n}, dim = {dim}, vectors = {}", if clustered { "clustered" } else { "random" });
+    let (file, mut real_queries) = if kind == "random" || clustered {
+        (Vec::new(), Vec::new())
+    } else {
+        let dir = std::path::Path::new(&kind);
+        (read_rows(&dir.join("entries.f32"), dim), read_rows(&dir.join("queries.f32"), dim))
+    };
+    if !file.is_empty() {
+        n = file.len();
+    }
+    let mut vectors = Vectors { dim, clustered, centres, rng: Rng(7), file, served: 0 };
+    println!("n = {n}, dim = {dim}, vectors = {kind}, exact scan up to {exact_below} vectors");
+    let open = |path: std::path::PathBuf| {
+        let mut config = Config::new(path.to_string_lossy());
+        config.exact_below = exact_below;
+        Memory::open(config).expect("open")
+    };
 
     let plain_dir = tempfile::tempdir().expect("temp dir");
-    let plain = Memory::open(Config::new(plain_dir.path().join("m.db").to_string_lossy())).expect("open");
+    let plain = open(plain_dir.path().join("m.db"));
     let (plain_rate, _) = ingest(&plain, n, None);
     plain.close().expect("close");
     drop(plain_dir);
 
     let dir = tempfile::tempdir().expect("temp dir");
     let before = rss_mb();
-    let engine = Memory::open(Config::new(dir.path().join("m.db").to_string_lossy())).expect("open");
+    let engine = open(dir.path().join("m.db"));
     let (rate, held) = ingest(&engine, n, Some(&mut vectors));
     let behind = engine.graph_shape().0;
     let started = Instant::now();
@@ -131,7 +165,10 @@ fn main() {
     let (in_graph, graph_bytes) = engine.graph_shape();
     let after = rss_mb();
 
-    let queries: Vec<Vec<f32>> = (0..200).map(|_| vectors.next()).collect();
+    // Real questions when the vectors are real; else drawn as the entries were.
+    real_queries.truncate(500);
+    let queries: Vec<Vec<f32>> =
+        if real_queries.is_empty() { (0..200).map(|_| vectors.next()).collect() } else { real_queries };
     let k = 10;
     let time = |f: &dyn Fn(&[f32])| {
         let times: Vec<f64> = queries
@@ -161,7 +198,7 @@ fn main() {
         scored.into_iter().map(|(_, i)| i as i64 + 1).collect::<Vec<i64>>()
     };
     let exact = time(&|q| drop(exact_top(q)));
-    let sample = &queries[..50];
+    let sample = &queries[..queries.len().min(if kind == "random" || clustered { 50 } else { 500 })];
     let found: usize = sample
         .iter()
         .map(|q| {
@@ -184,12 +221,12 @@ fn main() {
     println!("| similar k=10 in one scope (2%) p50 / p99 | {:.3} / {:.3} ms |", scoped.0, scoped.1);
     println!("| hybrid query (BM25 + dense, packed) p50 / p99 | {:.3} / {:.3} ms |", hybrid.0, hybrid.1);
     println!("| exact scan of every vector (one thread) p50 / p99 | {:.3} / {:.3} ms |", exact.0, exact.1);
-    println!("| recall@10 against the exact scan (50 queries) | {recall:.3} |");
+    println!("| recall@10 against the exact scan ({} queries) | {recall:.3} |", sample.len());
     let started = Instant::now();
     engine.close().expect("close");
     let closing = started.elapsed().as_secs_f64();
     let started = Instant::now();
-    let engine = Memory::open(Config::new(dir.path().join("m.db").to_string_lossy())).expect("open");
+    let engine = open(dir.path().join("m.db"));
     let opening = started.elapsed().as_secs_f64();
     let read_back = engine.graph_shape().0;
     let first = time(&|q| drop(similar(&engine, q, None, k)));

@@ -218,6 +218,10 @@ pub struct Config {
     /// with a typed error, and the search index is kept in RAM. A file this
     /// process may not write is opened read-only without being asked.
     pub read_only: bool,
+    /// Dense search scans a query's vectors exactly when its scopes hold at
+    /// most this many, and a store with no more keeps no graph
+    /// (`index/vectors.rs`). Not a Python setting: for benchmarks and tests.
+    pub exact_below: usize,
 }
 
 /// Scrubbing settings; secrets are redacted by default.
@@ -277,6 +281,7 @@ impl Default for Config {
             scrub_pii_from_store: false,
             audit: Audit::default(),
             read_only: false,
+            exact_below: crate::index::EXACT_BELOW,
         }
     }
 }

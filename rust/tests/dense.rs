@@ -1,10 +1,11 @@
 //! Dense search at a size where the approximate graph answers (more vectors
-//! than `EXACT_BELOW`): what it returns, and the graph's life on disk.
+//! than `Config::exact_below`, lowered here from its default so the tests
+//! stay quick): what it returns, and the graph's life on disk.
 
-use _core::index::EXACT_BELOW;
 use _core::{Config, Memory, NewEntry, Query};
 
 const DIM: usize = 24;
+const EXACT_BELOW: usize = 6_000;
 const BIG: usize = EXACT_BELOW + 3_000;
 const SMALL: usize = 2_000;
 
@@ -46,6 +47,7 @@ struct Store {
 fn config(dir: &std::path::Path) -> Config {
     let mut config = Config::new(dir.join("memory.db").to_string_lossy());
     config.flush_ms = 50;
+    config.exact_below = EXACT_BELOW;
     config
 }
 

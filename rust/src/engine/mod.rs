@@ -91,7 +91,8 @@ impl Memory {
         };
         // A read-only store's index is built in RAM: its directory may not be writable.
         let index_dir = if read_only { None } else { config.resolved_index_dir() };
-        let index = Arc::new(SearchIndex::open(index_dir.as_deref(), Arc::clone(&store))?);
+        let index =
+            Arc::new(SearchIndex::open(index_dir.as_deref(), Arc::clone(&store), config.exact_below)?);
         // Built while the index's files are checked in the background.
         let scrubber = Scrubber::new(ScrubOptions { secrets: config.scrub.secrets, pii: config.scrub.pii });
         let flusher = Flusher::start(Arc::clone(&index), Duration::from_millis(config.flush_ms.max(1)))?;
@@ -154,7 +155,7 @@ impl Memory {
     }
 
     /// The vector graph: (vectors it holds, bytes of memory); (0, 0) when the
-    /// store is small enough to scan (`index::EXACT_BELOW` vectors or fewer).
+    /// store is small enough to scan (`Config::exact_below` vectors or fewer).
     pub fn graph_shape(&self) -> (usize, usize) {
         self.index.graph_shape()
     }

@@ -30,7 +30,7 @@ mod unsynced;
 mod vectors;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -95,6 +95,8 @@ pub struct SearchIndex {
     graph: RwLock<Option<Graph>>,
     /// Held by whoever builds the graph (`vectors.rs`), one at a time.
     graph_steps: Mutex<()>,
+    /// `Config::exact_below`.
+    exact_below: AtomicUsize,
     /// The newest change applied to the view; guarded for writes by `apply_lock`.
     applied: AtomicI64,
     apply_lock: Mutex<()>,

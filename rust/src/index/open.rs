@@ -7,7 +7,7 @@
 //! later) deletes the directory and rebuilds it from the change log.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -23,7 +23,8 @@ use crate::store::{ListFilter, Store};
 
 impl SearchIndex {
     /// Opens the index at `dir` (or in RAM) and brings it up to date with `store`.
-    pub fn open(dir: Option<&Path>, store: Arc<Store>) -> Result<Self> {
+    /// Dense queries over at most `exact_below` vectors scan them (`vectors.rs`).
+    pub fn open(dir: Option<&Path>, store: Arc<Store>, exact_below: usize) -> Result<Self> {
         let database = store.database_id()?.unwrap_or_default();
         if database.is_empty() && dir.is_some() {
             log::warn!("the database has no id: its search index is rebuilt on every open");
@@ -53,6 +54,7 @@ impl SearchIndex {
                 }
             }
         };
+        index.exact_below.store(exact_below, Ordering::Release);
         index.load_vectors(&store)?;
         index.load_graph();
         index.follow(&store, Follow::Commit)?;
@@ -137,6 +139,7 @@ impl SearchIndex {
             dense: RwLock::default(),
             graph: RwLock::default(),
             graph_steps: Mutex::default(),
+            exact_below: AtomicUsize::new(super::EXACT_BELOW),
             applied: AtomicI64::new(committed),
             apply_lock: Mutex::new(()),
             health: RwLock::new(health),

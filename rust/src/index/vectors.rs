@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::store::{Change, Store};
 
 /// Queries that may see at most this many vectors scan them exactly; a store
-/// with fewer has no graph.
+/// with no more has no graph (the default of `Config::exact_below`).
 pub const EXACT_BELOW: usize = 20_000;
 /// The graph proposes at least this many candidates to score exactly.
 const MIN_CANDIDATES: usize = 40;
@@ -42,7 +42,7 @@ impl SearchIndex {
     pub(super) fn load_graph(&self) {
         let Some(dir) = &self.dir else { return };
         let mut dense = self.dense.write();
-        if dense.len() <= EXACT_BELOW {
+        if dense.len() <= self.exact_below() {
             graph_file::remove(dir);
             return;
         }
@@ -85,7 +85,7 @@ impl SearchIndex {
     pub fn nearest(&self, req: &SearchRequest, vector: &[f32], k: usize) -> Vec<Neighbour> {
         let dense = self.dense.read();
         let reach = dense.reach(req);
-        if reach > EXACT_BELOW && vector.len() == dense.dim() && k > 0 {
+        if reach > self.exact_below() && vector.len() == dense.dim() && k > 0 {
             if let Some(graph) = self.graph.read().as_ref().filter(|g| g.dim() == dense.dim()) {
                 let query = quantize(&unit(vector));
                 match graph.search(&query, k.max(MIN_CANDIDATES), |id| dense.graphed_admits(req, id)) {
@@ -132,19 +132,23 @@ impl SearchIndex {
         }
     }
 
+    fn exact_below(&self) -> usize {
+        self.exact_below.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Whether the graph has work: vectors to add or to remove.
     pub fn graph_backlog(&self) -> usize {
         let dense = self.dense.read();
         let graph = self.graph.read();
         match graph.as_ref() {
-            None if dense.len() <= EXACT_BELOW => 0,
+            None if dense.len() <= self.exact_below() => 0,
             Some(_) if dense.is_empty() => 1, // to drop
             _ => dense.backlog(),
         }
     }
 
     /// One step of building the graph: creates it when the store has grown
-    /// past `EXACT_BELOW` (or its vectors changed dimension), drops it when
+    /// past `exact_below` vectors (or its vectors changed dimension), drops it when
     /// the store has no vectors, removes stale vectors and adds up to `BATCH`
     /// new ones on `threads` threads. Returns what is left to do.
     pub fn graph_step(&self, threads: usize) -> Result<usize> {
@@ -152,7 +156,7 @@ impl SearchIndex {
         let (added, unlinked, batch) = {
             let mut dense = self.dense.write();
             let mut graph = self.graph.write();
-            let wanted = dense.len() > EXACT_BELOW || (graph.is_some() && !dense.is_empty());
+            let wanted = dense.len() > self.exact_below() || (graph.is_some() && !dense.is_empty());
             if !wanted {
                 if graph.take().is_some() {
                     dense.forget_graph();

@@ -83,6 +83,7 @@ impl From<ConfigRecord> for Config {
                 retention_days: r.audit_retention_days,
             },
             read_only: r.read_only,
+            exact_below: crate::index::EXACT_BELOW,
         }
     }
 }
