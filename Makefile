@@ -76,6 +76,10 @@ bench: release ## The side-by-side benchmark against the peers (release build)
 	$(PY) -m pip install -q -r benchmarks/requirements.txt
 	$(PY) benchmarks/run.py --sizes 10000,100000 --build-harness --out benchmarks/results
 	$(PY) benchmarks/ingest.py --total 100000 --batches 1,10,100,1000,10000,100000 --out benchmarks/results
+	CF_BENCH_N=200000 cargo bench --bench dense
+	CF_BENCH_N=200000 CF_BENCH_VECTORS=clustered cargo bench --bench dense
+	$(PY) benchmarks/dense_vectors.py --out benchmarks/results/minilm
+	CF_BENCH_VECTORS=benchmarks/results/minilm CF_BENCH_EXACT_BELOW=0 cargo bench --bench dense
 
 bench-scrub: ## Scrubber throughput in MB/s (release build of the engine tests)
 	cargo test --release --test scrub throughput -- --ignored --nocapture

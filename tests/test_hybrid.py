@@ -248,6 +248,37 @@ async def test_reembed_fills_entries_saved_before_an_embedder_was_set(db_path: s
         assert len(await cf.query("no words in common", "s", 1000)) == 5
 
 
+async def test_reembed_embeds_the_next_batch_while_the_last_is_written(db_path: str) -> None:
+    async with await ContextForge.open(db_path) as cf:
+        await cf.save_many([{"content": f"puppy {i}", "scope": "s"} for i in range(7)])
+    events: list[str] = []
+
+    class Recording(WordEmbedder):
+        def __call__(self, texts: Sequence[str]) -> npt.NDArray[numpy.float32]:
+            if texts != ["dimension probe"]:
+                events.append(f"embed {len(texts)}")
+            return super().__call__(texts)
+
+    config = Config(
+        path=db_path, embedder=Recording(), embed_batch_size=3, duplicate_similarity=1.5
+    )
+    async with await ContextForge.open(config) as cf:
+        done = await cf.reembed(on_progress=lambda d, t: events.append(f"written {d}/{t}"))
+        assert done == 7
+        # A batch is acknowledged only after the next one was embedded: the
+        # write of one overlapped the embedding of the next.
+        assert events == [
+            "embed 3",
+            "embed 3",
+            "written 3/7",
+            "embed 1",
+            "written 6/7",
+            "written 7/7",
+        ]
+        assert len(await cf.query("no words in common", "s", 1000)) == 7
+        assert await cf.reembed() == 0
+
+
 def test_the_blocking_twin_passes_embeddings(tmp_path: Path) -> None:
     with ContextForgeSync.open(Config(embedder=WordEmbedder(), duplicate_similarity=1.5)) as cf:
         dog = cf.save("the dog", scope="s")

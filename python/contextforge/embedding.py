@@ -5,6 +5,8 @@ and the config."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -86,16 +88,30 @@ class Embedding:
         )
         total = max(0, entries - await self._engine.vector_count())
         done, after = 0, 0
-        while True:
-            batch = await self._engine.missing_vectors(after, size)
-            if not batch:
-                return done
-            ids = [entry_id for entry_id, _ in batch]
-            vectors = await embed(embedder, [content for _, content in batch], size)
-            await self._engine.set_vectors(ids, vectors)
-            done, after = done + len(batch), ids[-1]
-            if on_progress is not None:
-                on_progress(done, max(total, done))
+        # Each batch is written while the next one is read and embedded.
+        writing: asyncio.Future[int] | None = None
+        written = 0
+        try:
+            while True:
+                batch = await self._engine.missing_vectors(after, size)
+                if batch:
+                    ids = [entry_id for entry_id, _ in batch]
+                    vectors = await embed(embedder, [content for _, content in batch], size)
+                if writing is not None:
+                    await writing
+                    writing, done = None, done + written
+                    if on_progress is not None:
+                        on_progress(done, max(total, done))
+                if not batch:
+                    return done
+                writing = asyncio.ensure_future(self._engine.set_vectors(ids, vectors))
+                written, after = len(batch), ids[-1]
+        finally:
+            if writing is not None and not writing.done():
+                # An error (or a cancel) while embedding: the batch already
+                # handed to the store is written or refused, never left half.
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(writing)
 
     async def _item_vectors(
         self, prepared: Sequence[_convert.SaveItem], given: list[Any]
