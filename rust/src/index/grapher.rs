@@ -33,6 +33,7 @@ impl Grapher {
             Arc::new((Mutex::new(Signal { stop: false, work: true }), Condvar::new()));
         let shared = Arc::clone(&signal);
         let thread = std::thread::Builder::new().name("contextforge-graph".into()).spawn(move || {
+            yield_to_writes();
             let (lock, wake) = &*shared;
             let mut rest = None;
             loop {
@@ -79,6 +80,23 @@ impl Grapher {
         wake.notify_one();
         if let Some(thread) = self.thread.lock().take() {
             let _ = thread.join();
+        }
+    }
+}
+
+/// Runs this thread at a lower priority (nice 10), so that building the graph
+/// takes the cores saves and queries leave idle: a vector the graph lacks is
+/// scanned meanwhile, so its build can wait, a save cannot.
+fn yield_to_writes() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: plain system calls on this thread's own id.
+        let result = unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::setpriority(libc::PRIO_PROCESS, tid, 10)
+        };
+        if result != 0 {
+            log::debug!("cannot lower the graph builder's priority: {}", std::io::Error::last_os_error());
         }
     }
 }

@@ -341,9 +341,12 @@ fn configure(conn: &libsql::Connection, busy_timeout: Duration, kind: Kind, read
         // secure_delete: what a delete or an update frees is overwritten with
         // zeros, so no byte of a deleted or replaced text stays in the file's
         // free space (`forget` relies on it; docs/forgetting.md).
+        // page_size only takes in a new file (before WAL): 8 KiB pages hold a
+        // 384-dimensional vector (1,536 bytes) in its row, where 4 KiB pages
+        // spill each into an overflow page of its own.
         block_on(conn.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; \
-             PRAGMA secure_delete = ON;",
+            "PRAGMA page_size = 8192; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+             PRAGMA temp_store = MEMORY; PRAGMA secure_delete = ON;",
         ))?;
     }
     Ok(())
