@@ -24,8 +24,8 @@ import numpy
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from contextforge import LocalEmbedder  # noqa: E402
-from contextforge.evaluation import find_locomo_dir, load_locomo  # noqa: E402
+from contextforge import LocalEmbedder
+from contextforge.evaluation import find_locomo_dir, load_locomo
 
 
 def main() -> None:

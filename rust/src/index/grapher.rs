@@ -1,11 +1,9 @@
 //! The background thread that builds the vector graph (`vectors.rs`).
 
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
-
+use super::worker::Worker;
 use super::SearchIndex;
 
 /// How long the thread rests after a failed step before it tries again.
@@ -14,73 +12,42 @@ const AFTER_FAILURE: Duration = Duration::from_secs(5);
 /// processes made, followed by a query).
 const TICK: Duration = Duration::from_secs(1);
 
-#[derive(Default)]
-struct Signal {
-    stop: bool,
-    work: bool,
-}
-
-pub struct Grapher {
-    signal: Arc<(Mutex<Signal>, Condvar)>,
-    thread: Mutex<Option<JoinHandle<()>>>,
-}
+pub struct Grapher(Worker);
 
 impl Grapher {
     /// Builds `index`'s graph whenever nudged, step by step until nothing is
     /// left, on up to `threads` threads.
     pub fn start(index: Arc<SearchIndex>, threads: usize) -> std::io::Result<Self> {
-        let signal: Arc<(Mutex<Signal>, Condvar)> =
-            Arc::new((Mutex::new(Signal { stop: false, work: true }), Condvar::new()));
-        let shared = Arc::clone(&signal);
-        let thread = std::thread::Builder::new().name("contextforge-graph".into()).spawn(move || {
-            yield_to_writes();
-            let (lock, wake) = &*shared;
-            let mut rest = None;
-            loop {
-                {
-                    let mut state = lock.lock();
-                    if let Some(rest) = rest.take() {
-                        wake.wait_for(&mut state, rest);
-                    }
-                    if !state.stop && !state.work {
-                        wake.wait_for(&mut state, TICK);
-                    }
-                    if state.stop {
-                        break;
-                    }
-                    if !std::mem::take(&mut state.work) && index.graph_backlog() == 0 {
-                        continue;
-                    }
-                }
-                match index.graph_step(threads) {
-                    Ok(0) => {}
-                    Ok(_) => lock.lock().work = true,
-                    Err(err) => {
-                        log::error!("building the vector graph failed: {err}");
-                        lock.lock().work = true;
-                        rest = Some(AFTER_FAILURE);
-                    }
+        let mut first = true;
+        let worker = Worker::start("contextforge-graph", TICK, move |nudged| {
+            if std::mem::take(&mut first) {
+                yield_to_writes();
+            }
+            if !nudged && index.graph_backlog() == 0 {
+                return None;
+            }
+            match index.graph_step(threads, super::vectors::BACKGROUND_BATCH) {
+                Ok(0) => None,
+                Ok(_) => Some(Duration::ZERO),
+                Err(err) => {
+                    log::error!("building the vector graph failed: {err}");
+                    Some(AFTER_FAILURE)
                 }
             }
         })?;
-        Ok(Self { signal, thread: Mutex::new(Some(thread)) })
+        // Whatever the store held at open.
+        worker.nudge();
+        Ok(Self(worker))
     }
 
     /// Asks for the graph to take in what changed.
     pub fn nudge(&self) {
-        let (lock, wake) = &*self.signal;
-        lock.lock().work = true;
-        wake.notify_one();
+        self.0.nudge();
     }
 
     /// Stops the thread (after the step it is in) and waits for it; idempotent.
     pub fn stop(&self) {
-        let (lock, wake) = &*self.signal;
-        lock.lock().stop = true;
-        wake.notify_one();
-        if let Some(thread) = self.thread.lock().take() {
-            let _ = thread.join();
-        }
+        self.0.stop();
     }
 }
 
@@ -98,11 +65,5 @@ fn yield_to_writes() {
         if result != 0 {
             log::debug!("cannot lower the graph builder's priority: {}", std::io::Error::last_os_error());
         }
-    }
-}
-
-impl Drop for Grapher {
-    fn drop(&mut self) {
-        self.stop();
     }
 }

@@ -28,6 +28,7 @@ mod stem;
 pub mod tail;
 mod unsynced;
 mod vectors;
+mod worker;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};

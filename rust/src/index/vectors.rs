@@ -21,8 +21,11 @@ use crate::store::{Change, Store};
 pub const EXACT_BELOW: usize = 20_000;
 /// The graph proposes at least this many candidates to score exactly.
 const MIN_CANDIDATES: usize = 40;
-/// Vectors added to the graph per step, between which writers go on.
+/// Vectors added to the graph per step by `catch_up_graph`.
 const BATCH: usize = 4096;
+/// Per step in the background: the builder runs at a low priority, and a
+/// `flush` waits for the step it is in.
+pub const BACKGROUND_BATCH: usize = 512;
 
 impl SearchIndex {
     /// Loads every stored vector. Changes after the index's commit are applied
@@ -62,7 +65,7 @@ impl SearchIndex {
     /// Builds the graph until it holds every vector (when the store has one).
     pub fn catch_up_graph(&self) -> Result<()> {
         let threads = crate::runtime::cores().clamp(1, 2);
-        while self.graph_step(threads)? > 0 {}
+        while self.graph_step(threads, BATCH)? > 0 {}
         Ok(())
     }
 
@@ -149,9 +152,9 @@ impl SearchIndex {
 
     /// One step of building the graph: creates it when the store has grown
     /// past `exact_below` vectors (or its vectors changed dimension), drops it when
-    /// the store has no vectors, removes stale vectors and adds up to `BATCH`
+    /// the store has no vectors, removes stale vectors and adds up to `most`
     /// new ones on `threads` threads. Returns what is left to do.
-    pub fn graph_step(&self, threads: usize) -> Result<usize> {
+    pub fn graph_step(&self, threads: usize, most: usize) -> Result<usize> {
         let _one_at_a_time = self.graph_steps.lock();
         let (added, unlinked, batch) = {
             let mut dense = self.dense.write();
@@ -167,7 +170,7 @@ impl SearchIndex {
                 *graph = Some(Graph::new(dense.dim())?);
                 dense.forget_graph();
             }
-            let batch = dense.pending_batch(BATCH);
+            let batch = dense.pending_batch(most);
             let added: Vec<(i64, u64)> = batch.iter().map(|(id, gen, _)| (*id, *gen)).collect();
             (added, dense.take_unlinked(), batch)
         };
