@@ -18,7 +18,8 @@ use crate::error::{Error, Result};
 
 const GRAPH: &str = "vectors.graph";
 const CHECK: &str = "vectors.graph.json";
-const FORMAT: u64 = 1;
+/// 2: connectivity 32 (a graph of format 1, connectivity 16, is built again).
+const FORMAT: u64 = 2;
 
 fn paths(dir: &Path) -> (PathBuf, PathBuf) {
     (dir.join(GRAPH), dir.join(CHECK))

@@ -1,11 +1,12 @@
 //! Dense search: the exact vectors (`dense.rs`) and, for large stores, the
 //! approximate graph (`graph.rs`) that proposes candidates for them.
 //!
-//! A query whose scopes hold at most `EXACT_BELOW` vectors is scanned exactly:
-//! below that a scan is as fast as the graph and has nothing to miss. Above
-//! it the graph's filtered search (scopes and every other condition checked
-//! inside the search) proposes candidates, which are scored again exactly,
-//! together with the vectors the graph does not hold yet. The graph is built
+//! A query whose scopes hold at most `EXACT_BELOW` vectors, or less than a
+//! `SELECTIVE`th of the store's, is scanned exactly: there a scan is as fast as
+//! the graph and has nothing to miss. Otherwise the graph's filtered search
+//! (scopes and every other condition checked inside the search) proposes
+//! candidates, which are scored again exactly, together with the vectors the
+//! graph does not hold yet. The graph is built
 //! in the background (`Grapher`), saved at a clean close and read back on open.
 
 use std::collections::HashMap;
@@ -21,6 +22,12 @@ use crate::store::{Change, Store};
 pub const EXACT_BELOW: usize = 20_000;
 /// The graph proposes at least this many candidates to score exactly.
 const MIN_CANDIDATES: usize = 40;
+/// A query whose scopes hold less than one vector in this many is scanned
+/// exactly at any size: a filtered graph search walks past the vectors it may
+/// not return, and inside a small part of the graph that costs more than
+/// scanning the part (benchmarks/ann/RESULTS.md: a scope of 1% of a million
+/// vectors, 16-35 ms through the graph, 0.35 ms scanned).
+const SELECTIVE: usize = 20;
 /// Vectors added to the graph per step by `catch_up_graph`.
 const BATCH: usize = 4096;
 /// Per step in the background: the builder runs at a low priority, and a
@@ -88,7 +95,7 @@ impl SearchIndex {
     pub fn nearest(&self, req: &SearchRequest, vector: &[f32], k: usize) -> Vec<Neighbour> {
         let dense = self.dense.read();
         let reach = dense.reach(req);
-        if reach > self.exact_below() && vector.len() == dense.dim() && k > 0 {
+        if through_graph(reach, dense.len(), self.exact_below()) && vector.len() == dense.dim() && k > 0 {
             if let Some(graph) = self.graph.read().as_ref().filter(|g| g.dim() == dense.dim()) {
                 let query = quantize(&unit(vector));
                 match graph.search(&query, k.max(MIN_CANDIDATES), |id| dense.graphed_admits(req, id)) {
@@ -195,5 +202,25 @@ impl SearchIndex {
         let mut dense = self.dense.write();
         dense.mark_graphed(&added);
         Ok(dense.backlog())
+    }
+}
+
+/// Whether a query that may see `reach` of a store's `total` vectors asks the
+/// graph (or else scans them).
+fn through_graph(reach: usize, total: usize, exact_below: usize) -> bool {
+    reach > exact_below && reach * SELECTIVE >= total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::through_graph;
+
+    #[test]
+    fn small_and_selective_queries_scan() {
+        assert!(!through_graph(20_000, 20_000, 20_000), "no more than the threshold");
+        assert!(through_graph(20_001, 20_001, 20_000));
+        assert!(through_graph(100_000, 1_000_000, 20_000), "a tenth of a million");
+        assert!(!through_graph(40_000, 1_000_000, 20_000), "a 25th of a million");
+        assert!(!through_graph(10, 1_000_000, 0));
     }
 }
