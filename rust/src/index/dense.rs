@@ -261,6 +261,7 @@ impl Dense {
         if let Some(ids) = req.allowed.as_ref().filter(|ids| ids.len() * 4 < self.len()) {
             return best(ids.iter().filter_map(|&id| self.score(req, &query, id)).collect(), k);
         }
+        // Only the request's scopes' blocks: each row is in one of them.
         let blocks: Vec<&Block> = match &req.scopes {
             Some(keys) => keys.iter().filter_map(|key| self.blocks.get(key)).collect(),
             None => self.blocks.values().collect(),
@@ -272,7 +273,7 @@ impl Dense {
         for block in blocks {
             let rows = block.entries.iter().zip(&block.sessions).zip(block.data.chunks_exact(self.dim));
             for ((entry, &session), row) in rows {
-                if !req.admits(entry) {
+                if !req.admits_in_scope(entry) {
                     continue;
                 }
                 found.push(Neighbour {

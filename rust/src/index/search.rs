@@ -258,11 +258,17 @@ impl SearchRequest {
     /// The same filters as `build_query`, for entries in the tail.
     pub(super) fn admits(&self, entry: &crate::entry::Entry) -> bool {
         let scope = schema::scope_key(entry.scope.as_deref());
-        self.scopes.as_ref().is_none_or(|s| s.iter().any(|x| x == scope))
-            && self
-                .scope_prefix
-                .as_ref()
-                .is_none_or(|p| entry.scope.as_deref().is_some_and(|s| crate::scope_path::under(s, p)))
+        self.scopes.as_ref().is_none_or(|s| s.iter().any(|x| x == scope)) && self.admits_in_scope(entry)
+    }
+
+    /// `admits` for an entry already known to be in one of the request's
+    /// scopes: every other condition. Reads the entry's strings only for the
+    /// conditions that need them, so a scan of a scope's block touches no
+    /// memory beyond the block when the request has no other filter.
+    pub(super) fn admits_in_scope(&self, entry: &crate::entry::Entry) -> bool {
+        self.scope_prefix
+            .as_ref()
+            .is_none_or(|p| entry.scope.as_deref().is_some_and(|s| crate::scope_path::under(s, p)))
             && self.allowed.as_ref().is_none_or(|ids| ids.contains(&entry.id))
             && self.metadata_filter.as_ref().is_none_or(|f| f.matches_json(entry.metadata.as_deref()))
             && self.kinds.as_ref().is_none_or(|k| k.contains(&entry.kind))
