@@ -223,3 +223,27 @@ fn the_graph_is_saved_at_a_clean_close_and_read_back_only_when_it_checks_out() {
     let store = Store { engine, held: store.held };
     assert!(recall(&store, &qs, Some("big")) >= 0.95);
 }
+
+#[test]
+fn the_graph_can_be_measured_while_it_is_built() {
+    // `graph_shape` beside the builder's adds read a half-added node and
+    // crashed the process (found by the million-vector benchmark).
+    let dir = tempfile::tempdir().unwrap();
+    let store = build(dir.path(), 13);
+    let building = std::sync::atomic::AtomicBool::new(true);
+    std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let mut largest = 0;
+            while building.load(std::sync::atomic::Ordering::Relaxed) {
+                let (held, bytes) = store.engine.graph_shape();
+                assert!(held == 0 || bytes > 0);
+                largest = largest.max(held);
+            }
+            largest
+        });
+        store.engine.flush().unwrap();
+        building.store(false, std::sync::atomic::Ordering::Relaxed);
+        assert!(watcher.join().unwrap() <= BIG + SMALL);
+    });
+    assert_eq!(store.engine.graph_shape().0, BIG + SMALL);
+}

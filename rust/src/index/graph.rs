@@ -72,7 +72,7 @@ impl Graph {
         self.index.size()
     }
 
-    /// Bytes the graph holds in memory.
+    /// Bytes the graph holds in memory. Not to run beside an add.
     pub fn memory(&self) -> usize {
         self.index.memory_usage()
     }

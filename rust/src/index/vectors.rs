@@ -79,6 +79,9 @@ impl SearchIndex {
     /// Saves the graph beside the index (at a clean close).
     pub(super) fn save_graph(&self) {
         let Some(dir) = &self.dir else { return };
+        // Not beside a step of a `flush` on another thread: usearch reads
+        // every node to save it.
+        let _between_steps = self.graph_steps.lock();
         let graph = self.graph.read();
         match graph.as_ref() {
             Some(graph) => {
@@ -128,7 +131,10 @@ impl SearchIndex {
     }
 
     /// What the graph holds and costs: (vectors, bytes); (0, 0) without one.
+    /// Waits for a building step in progress: usearch cannot measure its
+    /// memory beside an add (it reads a node being added).
     pub fn graph_shape(&self) -> (usize, usize) {
+        let _between_steps = self.graph_steps.lock();
         self.graph.read().as_ref().map_or((0, 0), |g| (g.len(), g.memory()))
     }
 
