@@ -9,7 +9,8 @@
 //! graph answer a sample smaller than the default threshold; CF_BENCH_STORE, a
 //! folder to keep the store with vectors in, and to reuse on the next run with
 //! the same settings, which then skips both ingests: for profiling queries;
-//! CF_BENCH_PROFILE_HYBRID=R, only hybrid queries, R rounds, for a profiler).
+//! CF_BENCH_PROFILE_HYBRID=R, only hybrid queries of CF_BENCH_PROFILE_TEXT
+//! (default "t17 i42"), R rounds, for a profiler).
 //! Prints one table; every number is from this run.
 
 use std::time::Instant;
@@ -225,9 +226,20 @@ fn main() {
     let hybrid_query = hybrid_with("topic t17 detail");
     if let Some(rounds) = std::env::var("CF_BENCH_PROFILE_HYBRID").ok().and_then(|r| r.parse().ok()) {
         // Only hybrid queries, `rounds` times over: for a profiler.
+        let text = std::env::var("CF_BENCH_PROFILE_TEXT").unwrap_or_else(|_| "t17 i42".into());
+        let profiled = hybrid_with(Box::leak(text.into_boxed_str()));
+        let text = std::env::var("CF_BENCH_PROFILE_TEXT").unwrap_or_else(|_| "t17 i42".into());
         for _ in 0..rounds {
-            let (p50, p99) = time(&hybrid_query);
-            println!("hybrid p50 / p99 {p50:.3} / {p99:.3} ms");
+            let (p50, p99) = time(&profiled);
+            let mut parts = [0.0f64; 3];
+            for q in &queries {
+                let mut query = Query::new(&text, 2048);
+                query.embedding = Some(q.to_vec());
+                let (_, t) = engine.query_timed(&query).expect("query");
+                parts = [parts[0] + t.sync_us, parts[1] + t.search_us, parts[2] + t.pack_us];
+            }
+            let [sync, search, pack] = parts.map(|us| us / queries.len() as f64 / 1e3);
+            println!("hybrid p50 / p99 {p50:.3} / {p99:.3} ms; mean sync {sync:.3}, search {search:.3}, pack {pack:.3} ms");
         }
         return;
     }

@@ -11,7 +11,7 @@
 //! vectors it does not hold yet (`pending`) and the ids whose vector in the
 //! graph is no longer theirs (`unlinked`).
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
 
 use super::graph::{quantize, Graph};
 use super::schema::{scope_key, session_key};
@@ -168,8 +168,8 @@ impl Dense {
 
     /// Whether the graph's vector for `id` is the entry's own and `req` admits it.
     pub fn graphed_admits(&self, req: &SearchRequest, id: i64) -> bool {
-        self.slots.get(&id).is_some_and(|s| s.graphed)
-            && self.entry(id).is_some_and(|(entry, _, _)| req.admits(entry))
+        let Some(slot) = self.slots.get(&id).filter(|s| s.graphed) else { return false };
+        self.blocks.get(&slot.key).is_some_and(|block| req.admits(&block.entries[slot.row]))
     }
 
     /// `ids` (from the graph) and every vector the graph does not hold yet,
