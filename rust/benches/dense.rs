@@ -48,19 +48,6 @@ fn rss_mb() -> f64 {
     kb / 1024.0
 }
 
-/// The dot product as the engine's exact scan computes it (four accumulators).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 4];
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
-    for (x, y) in ca.zip(cb) {
-        for i in 0..4 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
-}
-
 fn unit(v: Vec<f32>) -> Vec<f32> {
     let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     v.into_iter().map(|x| x / n).collect()
@@ -247,7 +234,8 @@ fn main() {
     let hybrid_rare = time(&hybrid_with("t17 i42"));
     // The exact scan, as the engine did for every query before the graph.
     let exact_top = |q: &[f32]| {
-        let mut scored: Vec<(f32, usize)> = held.iter().enumerate().map(|(i, v)| (dot(v, q), i)).collect();
+        let mut scored: Vec<(f32, usize)> =
+            held.iter().enumerate().map(|(i, v)| (_core::index::dense::dot(v, q), i)).collect();
         scored.select_nth_unstable_by(k - 1, |a, b| b.0.total_cmp(&a.0));
         scored.truncate(k);
         scored.into_iter().map(|(_, i)| i as i64 + 1).collect::<Vec<i64>>()
