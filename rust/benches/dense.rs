@@ -154,6 +154,18 @@ fn main() {
 
     let kept_at = std::env::var("CF_BENCH_STORE").ok().map(std::path::PathBuf::from);
     let reused = kept_at.as_ref().is_some_and(|d| d.join("m.db").exists());
+    // A kept store answers only for the settings it was built with.
+    let settings = format!("n = {n}, dim = {dim}, vectors = {kind}");
+    if let Some(kept) = &kept_at {
+        let marker = kept.join("settings.txt");
+        if reused {
+            let built = std::fs::read_to_string(&marker).unwrap_or_default();
+            assert_eq!(built, settings, "the store in {} was built with other settings", kept.display());
+        } else {
+            std::fs::create_dir_all(kept).expect("store folder");
+            std::fs::write(&marker, &settings).expect("settings file");
+        }
+    }
     let temp = tempfile::tempdir().expect("temp dir");
     let dir = kept_at.unwrap_or_else(|| temp.path().to_owned());
     std::fs::create_dir_all(&dir).expect("store folder");
@@ -202,36 +214,33 @@ fn main() {
     let scoped = time(&|q| drop(similar(&engine, q, Some("s3"), k)));
     // Every text holds "topic" and "detail": a lexical half that ranks a
     // store's worth of postings; "t17 i42" are rare words.
-    let hybrid_with = |text: &'static str| {
-        let engine = &engine;
-        move |q: &[f32]| {
-            let mut query = Query::new(text, 2048);
-            query.embedding = Some(q.to_vec());
-            drop(engine.query(&query).expect("query"));
-        }
+    let hybrid = |text: &str, q: &[f32]| {
+        let mut query = Query::new(text, 2048);
+        query.embedding = Some(q.to_vec());
+        engine.query_timed(&query).expect("query").1
     };
-    let hybrid_query = hybrid_with("topic t17 detail");
     if let Some(rounds) = std::env::var("CF_BENCH_PROFILE_HYBRID").ok().and_then(|r| r.parse().ok()) {
         // Only hybrid queries, `rounds` times over: for a profiler.
         let text = std::env::var("CF_BENCH_PROFILE_TEXT").unwrap_or_else(|_| "t17 i42".into());
-        let profiled = hybrid_with(Box::leak(text.into_boxed_str()));
-        let text = std::env::var("CF_BENCH_PROFILE_TEXT").unwrap_or_else(|_| "t17 i42".into());
         for _ in 0..rounds {
-            let (p50, p99) = time(&profiled);
-            let mut parts = [0.0f64; 3];
-            for q in &queries {
-                let mut query = Query::new(&text, 2048);
-                query.embedding = Some(q.to_vec());
-                let (_, t) = engine.query_timed(&query).expect("query");
-                parts = [parts[0] + t.sync_us, parts[1] + t.search_us, parts[2] + t.pack_us];
-            }
-            let [sync, search, pack] = parts.map(|us| us / queries.len() as f64 / 1e3);
+            let timings: Vec<_> = queries.iter().map(|q| hybrid(&text, q)).collect();
+            let ms = |part: fn(&_core::engine::Timings) -> f64| {
+                timings.iter().map(|t| part(t) / 1e3).collect::<Vec<f64>>()
+            };
+            let mean = |part| ms(part).iter().sum::<f64>() / timings.len() as f64;
+            let total = ms(|t| t.total_us);
+            let (p50, p99) = (percentile(total.clone(), 0.5), percentile(total, 0.99));
+            let (sync, search, pack) = (mean(|t| t.sync_us), mean(|t| t.search_us), mean(|t| t.pack_us));
             println!("hybrid p50 / p99 {p50:.3} / {p99:.3} ms; mean sync {sync:.3}, search {search:.3}, pack {pack:.3} ms");
         }
         return;
     }
-    let hybrid = time(&hybrid_query);
-    let hybrid_rare = time(&hybrid_with("t17 i42"));
+    let hybrid_rare = time(&|q| {
+        hybrid("t17 i42", q);
+    });
+    let hybrid_common = time(&|q| {
+        hybrid("topic t17 detail", q);
+    });
     // The exact scan, as the engine did for every query before the graph.
     let exact_top = |q: &[f32]| {
         let mut scored: Vec<(f32, usize)> =
@@ -262,7 +271,10 @@ fn main() {
     println!("| similar k=10 unscoped p50 / p99 | {:.3} / {:.3} ms |", unscoped.0, unscoped.1);
     println!("| similar k=100 unscoped p50 / p99 | {:.3} / {:.3} ms |", deep.0, deep.1);
     println!("| similar k=10 in one scope (2%) p50 / p99 | {:.3} / {:.3} ms |", scoped.0, scoped.1);
-    println!("| hybrid query, words in every entry, p50 / p99 | {:.3} / {:.3} ms |", hybrid.0, hybrid.1);
+    println!(
+        "| hybrid query, words in every entry, p50 / p99 | {:.3} / {:.3} ms |",
+        hybrid_common.0, hybrid_common.1
+    );
     println!("| hybrid query, rare words, p50 / p99 | {:.3} / {:.3} ms |", hybrid_rare.0, hybrid_rare.1);
     println!(
         "| exact scan of every vector (the engine's kernel, one thread) p50 / p99 | {:.3} / {:.3} ms |",
