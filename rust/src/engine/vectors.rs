@@ -56,6 +56,7 @@ impl Memory {
                 let changes = self.store.clear_vectors(&meta)?;
                 let n = changes.len();
                 self.publish(changes)?;
+                *self.embedder_seen.lock() = Some(wanted);
                 Ok(n)
             }
         }

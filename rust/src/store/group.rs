@@ -46,59 +46,101 @@ pub(super) async fn insert(
     out: &mut Vec<Written>,
 ) -> Result<()> {
     let stored = duplicates_in_store(tx, group, now).await?;
-    // Every entry's duplicate key, computed here for one saved without
-    // duplicate detection: a later entry of the group may still repeat it.
-    let keys: Vec<(i64, Cow<'_, str>)> = group
-        .iter()
-        .map(|e| match &e.dedup_key {
-            Some((key, normalized)) => (*key, Cow::Borrowed(normalized.as_str())),
-            None => {
-                let normalized = normalize(&e.content);
-                (content_key(&normalized), Cow::Owned(normalized))
-            }
-        })
-        .collect();
-    // An entry that duplicates one earlier in the group takes that one's row.
-    let mut new_rows: HashMap<(i64, &str), Vec<usize>> = HashMap::new();
-    let mut rows: Vec<(&PreparedEntry, i64)> = Vec::with_capacity(group.len());
-    let mut slots: Vec<Slot> = Vec::with_capacity(group.len());
-    for ((e, stored), (key, normalized)) in group.iter().zip(stored).zip(&keys) {
-        if let Some(id) = stored {
-            slots.push(Slot::Existing(id));
-            continue;
-        }
-        let same = new_rows.entry((*key, normalized.as_ref())).or_default();
-        if e.dedup_key.is_some() {
-            if let Some(&row) = same.iter().find(|&&row| dedupe::same_fields(rows[row].0, e)) {
-                slots.push(Slot::Repeat(row));
-                continue;
-            }
-        }
-        same.push(rows.len());
-        slots.push(Slot::New(rows.len()));
-        rows.push((e, *key));
-    }
-    let ids = insert_rows(tx, &rows, now).await?;
-    for ((e, _), &id) in rows.iter().zip(&ids) {
+    let plan = Plan::new(group, stored);
+    let ids = insert_rows(tx, &plan.rows, now).await?;
+    for ((e, _), &id) in plan.rows.iter().zip(&ids) {
         if let Some(vector) = &e.embedding {
             super::vectors::put(tx, id, vector).await?;
         }
     }
-    let seqs = log_inserts(tx, &ids, &rows, now).await?;
-    for slot in slots {
-        out.push(match slot {
-            Slot::New(row) => Written { id: ids[row], seq: Some(seqs[row]) },
-            Slot::Repeat(row) => Written { id: ids[row], seq: None },
-            Slot::Existing(id) => Written { id, seq: None },
-        });
-    }
+    let seqs = log_inserts(tx, &ids, &plan.rows, now).await?;
+    plan.finish(&ids, &seqs, out);
     Ok(())
+}
+
+/// What a group inserts: the rows it adds, and where each entry ends up.
+pub(super) struct Plan<'a> {
+    /// The entries inserted, each with its duplicate key, in order.
+    pub rows: Vec<(&'a PreparedEntry, i64)>,
+    slots: Vec<Slot>,
+}
+
+impl<'a> Plan<'a> {
+    /// Plans `group`, given for each entry the stored entry it duplicates.
+    pub fn new(group: &'a [PreparedEntry], stored: Vec<Option<i64>>) -> Self {
+        // Every entry's duplicate key, computed here for one saved without
+        // duplicate detection: a later entry of the group may still repeat it.
+        let keys: Vec<(i64, Cow<'_, str>)> = group
+            .iter()
+            .map(|e| match &e.dedup_key {
+                Some((key, normalized)) => (*key, Cow::Borrowed(normalized.as_str())),
+                None => {
+                    let normalized = normalize(&e.content);
+                    (content_key(&normalized), Cow::Owned(normalized))
+                }
+            })
+            .collect();
+        // An entry that duplicates one earlier in the group takes that one's row.
+        let mut new_rows: HashMap<(i64, &str), Vec<usize>> = HashMap::new();
+        let mut rows: Vec<(&PreparedEntry, i64)> = Vec::with_capacity(group.len());
+        let mut slots: Vec<Slot> = Vec::with_capacity(group.len());
+        for ((e, stored), (key, normalized)) in group.iter().zip(stored).zip(&keys) {
+            if let Some(id) = stored {
+                slots.push(Slot::Existing(id));
+                continue;
+            }
+            let same = new_rows.entry((*key, normalized.as_ref())).or_default();
+            if e.dedup_key.is_some() {
+                if let Some(&row) = same.iter().find(|&&row| dedupe::same_fields(rows[row].0, e)) {
+                    slots.push(Slot::Repeat(row));
+                    continue;
+                }
+            }
+            same.push(rows.len());
+            slots.push(Slot::New(rows.len()));
+            rows.push((e, *key));
+        }
+        Self { rows, slots }
+    }
+
+    /// Appends one `Written` per entry to `out`, given the ids and change
+    /// numbers of `rows`, in order.
+    pub fn finish(self, ids: &[i64], seqs: &[i64], out: &mut Vec<Written>) {
+        for slot in self.slots {
+            out.push(match slot {
+                Slot::New(row) => Written { id: ids[row], seq: Some(seqs[row]) },
+                Slot::Repeat(row) => Written { id: ids[row], seq: None },
+                Slot::Existing(id) => Written { id, seq: None },
+            });
+        }
+    }
+}
+
+/// The duplicate keys of `group`'s entries that look for duplicates.
+pub(super) fn dedup_keys(group: &[PreparedEntry]) -> Vec<i64> {
+    group.iter().filter_map(|e| e.dedup_key.as_ref().map(|(k, _)| *k)).collect()
+}
+
+/// For each entry of `group`, the id of a stored entry it duplicates among
+/// `found` (stored entries by duplicate key, oldest first), or `None`.
+pub(super) fn stored_duplicates(
+    group: &[PreparedEntry],
+    found: &HashMap<i64, Vec<dedupe::Stored>>,
+    now: Micros,
+) -> Vec<Option<i64>> {
+    group
+        .iter()
+        .map(|e| {
+            let (key, normalized) = e.dedup_key.as_ref()?;
+            found.get(key)?.iter().find(|s| s.duplicates_now(e, normalized, now)).map(|s| s.id)
+        })
+        .collect()
 }
 
 /// For each entry, the id of a stored entry it duplicates (see `dedupe`; the
 /// oldest, as a lookup one entry at a time finds), or `None`.
 async fn duplicates_in_store(tx: &Tx<'_>, group: &[PreparedEntry], now: Micros) -> Result<Vec<Option<i64>>> {
-    let keys: Vec<i64> = group.iter().filter_map(|e| e.dedup_key.as_ref().map(|(k, _)| *k)).collect();
+    let keys = dedup_keys(group);
     if keys.is_empty() {
         return Ok(vec![None; group.len()]);
     }
@@ -114,13 +156,7 @@ async fn duplicates_in_store(tx: &Tx<'_>, group: &[PreparedEntry], now: Micros) 
         found.entry(key).or_default().push(dedupe::Stored::read(&row)?);
     }
     drop(rows);
-    Ok(group
-        .iter()
-        .map(|e| {
-            let (key, normalized) = e.dedup_key.as_ref()?;
-            found.get(key)?.iter().find(|s| s.duplicates_now(e, normalized, now)).map(|s| s.id)
-        })
-        .collect())
+    Ok(stored_duplicates(group, &found, now))
 }
 
 /// Inserts `rows` (each with its duplicate key) in one statement; their ids,

@@ -4,11 +4,10 @@ use std::collections::HashMap;
 
 use libsql::Value;
 
-use super::conn::KeptRows;
 use super::rows::{self, opt_text, text, ENTRY_COLUMNS};
 use super::{Change, ChangeOp, Store};
 use crate::entry::{Entry, Micros};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::runtime::block_on;
 
 /// The list lengths `fetch` pads to, so that it keeps a few statements.
@@ -91,7 +90,7 @@ impl ListFilter {
 }
 
 /// Every row of `rows`, read as `ENTRY_COLUMNS`, onto `out`.
-async fn read_entries(mut rows: KeptRows, out: &mut Vec<Entry>) -> Result<()> {
+async fn read_entries(rows: &mut libsql::Rows, out: &mut Vec<Entry>) -> Result<()> {
     while let Some(row) = rows.next().await? {
         out.push(rows::entry(&row, 0)?);
     }
@@ -104,41 +103,86 @@ impl Store {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        // A few shapes of the statement, each kept prepared: a list is padded to
-        // the next width by repeating its last id.
-        let statements: Vec<(String, Vec<Value>)> = ids
-            .chunks(FETCH_WIDTHS[FETCH_WIDTHS.len() - 1])
-            .map(|batch| {
-                let width = FETCH_WIDTHS.iter().copied().find(|&w| w >= batch.len()).unwrap_or(batch.len());
-                let (list, params) = rows::padded_in(batch, width);
-                (format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id {list}"), params)
-            })
-            .collect();
+        let statements = fetch_statements(ids);
         let entries = self.with_lookup(|conn| {
             block_on(async {
                 let mut entries = Vec::with_capacity(ids.len());
                 if let [(sql, params)] = statements.as_slice() {
-                    read_entries(conn.query_kept(sql, params.clone()).await?, &mut entries).await?;
+                    read_entries(&mut *conn.query_kept(sql, params.clone()).await?, &mut entries).await?;
                     return Ok(entries);
                 }
                 // Several statements read one snapshot: an entry deleted or
                 // changed meanwhile is seen as it was before, or not at all.
                 let tx = conn.begin_read().await?;
                 for (sql, params) in &statements {
-                    read_entries(tx.query_kept(sql, params.clone()).await?, &mut entries).await?;
+                    read_entries(&mut *tx.query_kept(sql, params.clone()).await?, &mut entries).await?;
                 }
                 tx.commit().await?;
                 Ok(entries)
             })
         })?;
+        Ok(in_order(ids, entries))
+    }
+
+    /// On a server, `fetch` and `head` in one round trip: the head is read
+    /// first, so an entry is never older than the change number returned.
+    /// Elsewhere, `None` (a local head costs nothing).
+    pub fn fetch_with_head(&self, ids: &[i64]) -> Result<Option<(Vec<Option<Entry>>, i64)>> {
+        if !self.is_remote() {
+            return Ok(None);
+        }
+        let mut sql = format!("{HEAD};\n");
+        for (select, params) in fetch_statements(ids) {
+            sql.push_str(&super::literal::inline(&select, params)?);
+            sql.push_str(";\n");
+        }
+        let (head, entries) = self.with_reader(|conn| {
+            block_on(async {
+                let mut batch = conn.execute_batch(&sql).await?;
+                let mut next = || {
+                    batch
+                        .next_stmt_row()
+                        .flatten()
+                        .ok_or_else(|| Error::Internal("a remote fetch returned too few results".into()))
+                };
+                let head: i64 = match next()?.next().await? {
+                    Some(row) => row.get(0)?,
+                    None => 0,
+                };
+                let mut entries = Vec::with_capacity(ids.len());
+                for _ in ids.chunks(FETCH_WIDTHS[FETCH_WIDTHS.len() - 1]) {
+                    read_entries(&mut next()?, &mut entries).await?;
+                }
+                Ok((head, entries))
+            })
+        })?;
+        Ok(Some((in_order(ids, entries), head)))
+    }
+}
+
+/// The statements `fetch` runs for `ids`: a few shapes, each kept prepared (a
+/// list is padded to the next width by repeating its last id).
+fn fetch_statements(ids: &[i64]) -> Vec<(String, Vec<Value>)> {
+    ids.chunks(FETCH_WIDTHS[FETCH_WIDTHS.len() - 1])
+        .map(|batch| {
+            let width = FETCH_WIDTHS.iter().copied().find(|&w| w >= batch.len()).unwrap_or(batch.len());
+            let (list, params) = rows::padded_in(batch, width);
+            (format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE id {list}"), params)
+        })
+        .collect()
+}
+
+/// `entries` (found by id, in any order) in the order of `ids`, `None` where
+/// one was not found.
+fn in_order(ids: &[i64], entries: Vec<Entry>) -> Vec<Option<Entry>> {
+    {
         let mut found: HashMap<i64, Entry> = entries.into_iter().map(|e| (e.id, e)).collect();
         // An id may be asked for more than once: each but its last ask gets a copy.
         let mut asks: HashMap<i64, usize> = HashMap::with_capacity(ids.len());
         for id in ids {
             *asks.entry(*id).or_default() += 1;
         }
-        Ok(ids
-            .iter()
+        ids.iter()
             .map(|id| {
                 let left = asks.get_mut(id).map(|n| {
                     *n -= 1;
@@ -150,12 +194,17 @@ impl Store {
                     found.get(id).cloned()
                 }
             })
-            .collect())
+            .collect()
     }
+}
 
+/// The newest change number, or 0 for an empty log.
+const HEAD: &str = "SELECT COALESCE(MAX(seq), 0) FROM changes";
+
+impl Store {
     /// The newest change number, or 0 for an empty log.
     pub fn head(&self) -> Result<i64> {
-        self.scalar("SELECT COALESCE(MAX(seq), 0) FROM changes", vec![])
+        self.scalar(HEAD, vec![])
     }
 
     pub fn count(&self, filter: &ListFilter) -> Result<i64> {
@@ -313,9 +362,9 @@ impl Store {
         );
         self.with_reader(|conn| {
             block_on(async {
-                let rows = conn.query_kept(&sql, vec![text(key), opt_text(scope)]).await?;
+                let mut rows = conn.query_kept(&sql, vec![text(key), opt_text(scope)]).await?;
                 let mut out = Vec::new();
-                read_entries(rows, &mut out).await?;
+                read_entries(&mut rows, &mut out).await?;
                 Ok(out)
             })
         })
@@ -354,9 +403,9 @@ impl Store {
         );
         self.with_reader(|conn| {
             block_on(async {
-                let rows = conn.query_kept(&sql, [id]).await?;
+                let mut rows = conn.query_kept(&sql, [id]).await?;
                 let mut out = Vec::new();
-                read_entries(rows, &mut out).await?;
+                read_entries(&mut rows, &mut out).await?;
                 Ok(out)
             })
         })

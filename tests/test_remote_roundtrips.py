@@ -1,0 +1,158 @@
+"""Round trips to a libSQL server, counted at a loopback proxy in front of a
+real sqld: a plain save is one, a query one, a bulk save two. And what the
+batched paths must still get right: duplicates by the full rule, vectors,
+another process's writes, text that looks like SQL, all-or-nothing bulk saves."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import pytest
+
+from contextforge import ALL_SCOPES, ContextForge, InvalidInputError
+
+from .hrana_proxy import CountingProxy, counting_proxy
+from .sqld import Sqld, sqld_fixture  # noqa: F401  (provides the `sqld` fixture)
+
+T = TypeVar("T")
+
+
+async def trips(proxy: CountingProxy, call: Callable[[], Awaitable[T]]) -> tuple[int, T]:
+    """How many requests reached the server during `call`, and its result."""
+    before = proxy.count
+    result = await call()
+    return proxy.count - before, result
+
+
+async def test_a_plain_save_is_one_round_trip_and_a_duplicate_too(sqld: Sqld) -> None:
+    with counting_proxy(sqld.port) as proxy:
+        async with await ContextForge.open(proxy.url) as cf:
+            n, first = await trips(
+                proxy, lambda: cf.save("the deploy failed: missing env var", scope="demo")
+            )
+            assert (n, first.created) == (1, True)
+            # The same words after normalisation: the stored id, one round trip.
+            n, again = await trips(
+                proxy, lambda: cf.save("the  deploy failed:\nmissing env var", scope="demo")
+            )
+            assert (n, again, again.created) == (1, first, False)
+            # The same words of another kind are not a duplicate (dedupe's full
+            # rule): the first round trip inserted nothing, and the entry is
+            # saved as a group (two more: the lookup is made again inside the
+            # transaction that inserts it).
+            n, other = await trips(
+                proxy, lambda: cf.save("the deploy failed: missing env var", "fact", scope="demo")
+            )
+            assert other.created and other != first and n == 3
+            # A turn of a session also reads the session's previous turns, which
+            # the index keeps beside it.
+            n, turn = await trips(
+                proxy,
+                lambda: cf.save("the deploy failed: missing env var", scope="demo", session_id="b"),
+            )
+            assert turn.created and turn not in (first, other) and n <= 5
+            # The first vector records the store's embedder; each later one is a
+            # plain save.
+            await cf.save("first vector", scope="other", embedding=[0.0, 0.0, 1.0])
+            n, vectored = await trips(
+                proxy, lambda: cf.save("rollout notes", scope="demo", embedding=[0.6, 0.8, 0.0])
+            )
+            assert n == 1 and vectored.created
+            got = await cf.get(turn)
+            assert got is not None and got.session_id == "b"
+            hits = await cf.query("anything", "demo", 1000, embedding=[0.6, 0.8, 0.0])
+            assert [h.id for h in hits][:1] == [vectored]
+
+
+async def test_a_query_is_one_round_trip_and_sees_another_writer(sqld: Sqld) -> None:
+    with counting_proxy(sqld.port) as proxy:
+        async with (
+            await ContextForge.open(proxy.url) as reader,
+            await ContextForge.open(sqld.url) as writer,
+        ):
+            await reader.save("alpha bravo charlie", scope="s")
+            await reader.query("bravo", "s", 1000)
+            n, hits = await trips(proxy, lambda: reader.query("bravo", "s", 1000))
+            assert n == 1 and [h.content for h in hits] == ["alpha bravo charlie"]
+            # Another connection writes: the head read with the entries says the
+            # index is behind, and the query catches up before it answers.
+            await writer.save("bravo delta echo", scope="s")
+            hits = await reader.query("bravo", "s", 1000)
+            assert sorted(h.content for h in hits) == ["alpha bravo charlie", "bravo delta echo"]
+            await writer.delete(hits[0].id)
+            hits = await reader.query("bravo", "s", 1000)
+            assert len(hits) == 1
+            # A query that finds nothing still checks the head: one round trip.
+            n, hits = await trips(proxy, lambda: reader.query("zulu", "s", 1000))
+            assert n == 1 and list(hits) == []
+            await writer.save("zulu yankee", scope="s")
+            assert [h.content for h in await reader.query("zulu", "s", 1000)] == ["zulu yankee"]
+
+
+async def test_a_bulk_save_is_two_round_trips(sqld: Sqld) -> None:
+    items = [
+        {"content": f"bulk note {i} about topic {i % 7}", "scope": f"s{i % 3}"} for i in range(1200)
+    ]
+    items.append({"content": "bulk note 5 about topic 5", "scope": "s2"})  # repeats item 5
+    with counting_proxy(sqld.port) as proxy:
+        async with await ContextForge.open(proxy.url) as cf:
+            n, saved = await trips(proxy, lambda: cf.save_many(items))
+            assert n == 2
+            assert len(saved) == len(items) and saved[-1] == saved[5] and not saved[-1].created
+            assert len(set(saved)) == len(items) - 1
+            created = [s for s in saved if s.created]
+            assert created == sorted(created)
+            # Saved again, every item is a duplicate of what is stored.
+            n, again = await trips(proxy, lambda: cf.save_many(items))
+            assert n == 2 and again == saved and not any(s.created for s in again)
+            for i in (0, 599, 1199):
+                got = await cf.get(saved[i])
+                assert got is not None and got.content == items[i]["content"]
+            hits = await cf.query("topic", "s1", 10**6, depth=10_000)
+            assert len(hits) == 400
+            # Vectors travel in the same two round trips (the first vector saved
+            # records the store's embedder first).
+            await cf.save("records the embedder", scope="v", embedding=[0.0, 0.0, 1.0])
+            vectored = [
+                {"content": "north", "scope": "v", "embedding": [1.0, 0.0, 0.0]},
+                {"content": "east", "scope": "v", "embedding": [0.0, 1.0, 0.0]},
+            ]
+            n, pair = await trips(proxy, lambda: cf.save_many(vectored))
+            assert n == 2
+            hits = await cf.query("anything", "v", 1000, embedding=[0.0, 1.0, 0.0])
+            assert hits[0].id == pair[1]
+            hits = await cf.query("anything", "v", 1000, embedding=[1.0, 0.0, 0.0])
+            assert hits[0].id == pair[0]
+    async with await ContextForge.open(sqld.url) as fresh:
+        assert len(await fresh.query("bulk", ALL_SCOPES, 10**7, depth=10_000)) == 1200
+
+
+async def test_a_bad_bulk_save_changes_nothing(sqld: Sqld) -> None:
+    async with await ContextForge.open(sqld.url) as cf:
+        good = [{"content": f"kept out {i}", "scope": "s"} for i in range(10)]
+        with pytest.raises(InvalidInputError):
+            await cf.save_many([*good, {"content": "", "scope": "s"}])
+        assert list(await cf.query("kept", "s", 10_000)) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "it's a 'quoted' \"word\"; DROP TABLE entries; --",
+        "placeholders ?1 ?2 ? :name @x $y",
+        "unicode \u00e9\u4e2d\U0001f600 and a tab\there",
+        "x" * 50_000,
+    ],
+)
+async def test_any_text_saves_and_reads_back_exactly(sqld: Sqld, text: str) -> None:
+    async with await ContextForge.open(sqld.url) as cf:
+        one = await cf.save(text, scope="it's", metadata={"k": "v'?"})
+        many = await cf.save_many([{"content": text + " again", "scope": "it's"}])
+        got = await cf.get(one)
+        assert got is not None and (got.content, got.scope) == (text, "it's")
+        assert got.metadata == {"k": "v'?"}
+        again = await cf.get(many[0])
+        assert again is not None and again.content == text + " again"
+    async with await ContextForge.open(sqld.url) as fresh:
+        assert (await fresh.get(one)).content == text  # type: ignore[union-attr]
