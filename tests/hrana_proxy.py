@@ -24,7 +24,8 @@ class CountingProxy:
     def __init__(self, upstream_port: int) -> None:
         self.upstream_port = upstream_port
         self.count = 0
-        self.paths: list[str] = []
+        # (path, HTTP status) of each request, in order.
+        self.requests: list[tuple[str, int]] = []
         self._lock = threading.Lock()
         proxy = self
 
@@ -36,7 +37,6 @@ class CountingProxy:
                 body = self.rfile.read(length) if length else None
                 with proxy._lock:
                     proxy.count += 1
-                    proxy.paths.append(self.path)
                 upstream = http.client.HTTPConnection("127.0.0.1", proxy.upstream_port, timeout=60)
                 try:
                     headers = {k: v for k, v in self.headers.items() if k.lower() not in SKIPPED}
@@ -45,6 +45,8 @@ class CountingProxy:
                     data = resp.read()
                 finally:
                     upstream.close()
+                with proxy._lock:
+                    proxy.requests.append((self.path, resp.status))
                 self.send_response(resp.status)
                 for key, value in resp.getheaders():
                     if key.lower() not in SKIPPED:

@@ -41,10 +41,15 @@ def free_port() -> int:
 class Sqld:
     """One sqld primary over ``directory``; restartable on the same port and data."""
 
-    def __init__(self, binary: str, directory: Path, port: int) -> None:
+    def __init__(
+        self, binary: str, directory: Path, port: int, env: dict[str, str] | None = None
+    ) -> None:
         self.binary = binary
         self.directory = directory
         self.port = port
+        # Extra environment for sqld (`SQLD_*` settings such as
+        # `SQLD_AUTH_JWT_KEY_FILE`, which the wrapper passes through).
+        self.env = env
         self.log = directory / "sqld.log"
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -73,6 +78,7 @@ class Sqld:
                     f"127.0.0.1:{self.port}",
                 ],
                 stdin=subprocess.DEVNULL,
+                env={**os.environ, **(self.env or {})},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

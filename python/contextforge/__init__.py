@@ -15,6 +15,7 @@ from .audit import Change, Read
 from .config import Config
 from .distill.run import DistillResult, SavedItem
 from .errors import (
+    AuthenticationError,
     ClosedError,
     ContextForgeError,
     EmbedderMismatchError,
@@ -65,6 +66,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "ALL_SCOPES",
     "AllScopes",
+    "AuthenticationError",
     "Change",
     "ClosedError",
     "Config",

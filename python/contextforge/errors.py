@@ -51,6 +51,11 @@ class RetryableStorageError(StorageError):
     """The database was busy or unreachable; the same call may succeed later."""
 
 
+class AuthenticationError(StorageError):
+    """A libSQL server refused the credentials: a wrong, missing or expired
+    ``auth_token``. Not retryable: the same token fails again."""
+
+
 class SearchIndexError(ContextForgeError, RuntimeError):
     """The derived search index failed; the database still holds every entry."""
 

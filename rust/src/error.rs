@@ -28,6 +28,12 @@ pub enum Error {
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
+    /// A libSQL server refused the credentials (a wrong, missing or expired
+    /// token). Never retryable: the same token fails again. The message is the
+    /// server's, which never holds the token.
+    #[error("the server refused the credentials: {0}")]
+    Unauthorized(String),
+
     /// The derived search index failed; the database is still the source of truth.
     #[error("search index error: {0}")]
     Index(#[from] tantivy::TantivyError),
@@ -70,6 +76,12 @@ impl Error {
 
 impl From<libsql::Error> for Error {
     fn from(err: libsql::Error) -> Self {
+        if let libsql::Error::Hrana(inner) = &err {
+            let message = inner.to_string();
+            if matches!(hrana_status(&message), Some(401 | 403)) {
+                return Error::Unauthorized(message);
+            }
+        }
         let retryable = is_retryable(&err);
         Error::Storage { message: err.to_string(), retryable, source: Some(Box::new(err)) }
     }
@@ -90,13 +102,21 @@ fn is_retryable(err: &libsql::Error) -> bool {
     }
 }
 
+/// The HTTP status of a Hrana API error's message.
+fn hrana_status(message: &str) -> Option<u16> {
+    let rest = message.strip_prefix("api error: `status=")?;
+    rest.chars().take_while(char::is_ascii_digit).collect::<String>().parse().ok()
+}
+
 fn hrana_retryable(message: &str) -> bool {
     if message.starts_with("http error") || message.starts_with("stream closed") {
         return true;
     }
-    if let Some(rest) = message.strip_prefix("api error: `status=") {
-        let status: u16 =
-            rest.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap_or(0);
+    if let Some(status) = hrana_status(message) {
+        if matches!(status, 401 | 403) {
+            // "The JWT has expired" is not a lost stream.
+            return false;
+        }
         // A restarted server no longer knows the stream's baton: the stream is lost.
         let lost_stream = message.contains("baton") || message.contains("expired");
         // A starting sqld answers 404 "Namespace `default` doesn't exist" until its
@@ -138,6 +158,9 @@ mod tests {
         assert!(hrana_retryable("http error: `hyper::Error(Connect, ConnectError(\"tcp connect error\"))`"));
         assert!(hrana_retryable("api error: `status=503 Service Unavailable, body=`"));
         assert!(!hrana_retryable("api error: `status=401 Unauthorized, body=`"));
+        assert!(!hrana_retryable(
+            "api error: `status=401 Unauthorized, body={\"error\":\"Unauthorized: `The JWT has expired`\"}`"
+        ));
         assert!(hrana_retryable(
             "api error: `status=404 Not Found, body={\"error\":\"Namespace `default` doesn't exist\"}`"
         ));
