@@ -1,14 +1,18 @@
-"""A loopback HTTP proxy in front of sqld that counts round trips.
+"""A loopback HTTP proxy in front of sqld that counts round trips, and can
+terminate TLS.
 
 Every HTTP request a client sends to the libSQL server is one round trip. The
 proxy forwards each request unchanged to the server and counts it, so a test
-can assert how many round trips a call of the public API costs.
+can assert how many round trips a call of the public API costs. Given an
+`ssl.SSLContext`, it serves HTTPS (sqld itself serves plain HTTP), as a
+TLS-terminating proxy in front of a server does.
 """
 
 from __future__ import annotations
 
 import http.client
 import http.server
+import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +25,7 @@ class CountingProxy:
     """Forwards HTTP on ``127.0.0.1`` to ``upstream_port``; ``count`` is the
     number of requests forwarded so far."""
 
-    def __init__(self, upstream_port: int) -> None:
+    def __init__(self, upstream_port: int, tls: ssl.SSLContext | None = None) -> None:
         self.upstream_port = upstream_port
         self.count = 0
         # (path, HTTP status) of each request, in order.
@@ -63,7 +67,11 @@ class CountingProxy:
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        scheme = "http"
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
@@ -73,8 +81,10 @@ class CountingProxy:
 
 
 @contextmanager
-def counting_proxy(upstream_port: int) -> Iterator[CountingProxy]:
-    proxy = CountingProxy(upstream_port)
+def counting_proxy(
+    upstream_port: int, tls: ssl.SSLContext | None = None
+) -> Iterator[CountingProxy]:
+    proxy = CountingProxy(upstream_port, tls)
     try:
         yield proxy
     finally:

@@ -81,6 +81,12 @@ impl From<libsql::Error> for Error {
             if matches!(hrana_status(&message), Some(401 | 403)) {
                 return Error::Unauthorized(message);
             }
+            if message.contains("peer certificate") || message.contains("InvalidCertificate") {
+                return Error::plain_storage(format!(
+                    "the server's TLS certificate is not trusted ({message}); if a private CA signed \
+                     it, give its PEM bundle in the SSL_CERT_FILE environment variable"
+                ));
+            }
         }
         let retryable = is_retryable(&err);
         Error::Storage { message: err.to_string(), retryable, source: Some(Box::new(err)) }
