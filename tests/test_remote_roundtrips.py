@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import pytest
-
 from contextforge import ALL_SCOPES, ContextForge, InvalidInputError
 
 from .hrana_proxy import CountingProxy, counting_proxy

@@ -12,12 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from contextforge import ContextForge, RetryableStorageError, StorageError
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-
-from contextforge import ContextForge, RetryableStorageError, StorageError
 
 from .hrana_proxy import CountingProxy, counting_proxy
 from .sqld import Sqld, sqld_fixture  # noqa: F401  (provides the `sqld` fixture)

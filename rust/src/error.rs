@@ -72,6 +72,19 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         matches!(self, Error::Storage { retryable: true, .. })
     }
+
+    /// Another connection holds the database's write lock (SQLITE_BUSY or
+    /// SQLITE_LOCKED, locally or as a server reports it).
+    pub fn is_locked(&self) -> bool {
+        match self {
+            Error::Storage { retryable: true, message, .. } => {
+                message.contains("database is locked")
+                    || message.contains("SQLITE_BUSY")
+                    || message.contains("SQLITE_LOCKED")
+            }
+            _ => false,
+        }
+    }
 }
 
 impl From<libsql::Error> for Error {
@@ -130,6 +143,10 @@ fn hrana_retryable(message: &str) -> bool {
         let starting = status == 404 && message.contains("Namespace");
         return status >= 500 || status == 429 || status == 408 || lost_stream || starting;
     }
+    // A statement the server ran found the write lock taken: contention.
+    if message.starts_with("api error") && message.contains("database is locked") {
+        return true;
+    }
     if message.starts_with("stream error") {
         return ["SQLITE_BUSY", "SQLITE_LOCKED", "STREAM_EXPIRED", "BATON"]
             .iter()
@@ -164,6 +181,7 @@ mod tests {
         assert!(hrana_retryable("http error: `hyper::Error(Connect, ConnectError(\"tcp connect error\"))`"));
         assert!(hrana_retryable("api error: `status=503 Service Unavailable, body=`"));
         assert!(!hrana_retryable("api error: `status=401 Unauthorized, body=`"));
+        assert!(hrana_retryable("api error: `SQLite error: database is locked`"));
         assert!(!hrana_retryable(
             "api error: `status=401 Unauthorized, body={\"error\":\"Unauthorized: `The JWT has expired`\"}`"
         ));

@@ -12,8 +12,10 @@
 //! are still being read.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use libsql::params::IntoParams;
 use libsql::{Connection, Rows, Statement, Transaction, TransactionBehavior};
@@ -30,12 +32,38 @@ pub(super) struct Conn {
     /// Dropped (finalized) before the connection they were prepared on.
     kept: Option<Mutex<HashMap<Box<str>, Arc<Statement>>>>,
     inner: Connection,
+    /// How long a write on a server waits for another connection's write
+    /// transaction (a local connection's busy handler waits by itself).
+    busy_timeout: Duration,
 }
 
 impl Conn {
     /// `keep` is false for a server connection.
-    pub fn new(inner: Connection, keep: bool) -> Self {
-        Self { kept: keep.then(|| Mutex::new(HashMap::new())), inner }
+    pub fn new(inner: Connection, keep: bool, busy_timeout: Duration) -> Self {
+        Self { kept: keep.then(|| Mutex::new(HashMap::new())), inner, busy_timeout }
+    }
+
+    /// Runs `attempt`, and on a server runs it again while it finds the
+    /// database locked by another connection's write transaction, for up to
+    /// the busy timeout: sqld answers "database is locked" at once, where a
+    /// local file's busy handler would wait. `attempt` must change nothing when
+    /// it fails that way (a batch whose transaction did not begin, or rolled back).
+    pub async fn while_locked<T, F, Fut>(&self, mut attempt: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match attempt().await {
+                Err(err) if self.is_remote() && err.is_locked() && started.elapsed() < self.busy_timeout => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                other => return other,
+            }
+        }
     }
 
     /// The kept statement for `sql`, prepared on first use; `None` on a server.
@@ -78,7 +106,11 @@ impl Conn {
 
     /// Starts an IMMEDIATE transaction; dropping it without `commit` rolls back.
     pub async fn begin(&self) -> Result<Tx<'_>> {
-        let tx = self.inner.transaction_with_behavior(TransactionBehavior::Immediate).await?;
+        let tx = self
+            .while_locked(|| async {
+                Ok(self.inner.transaction_with_behavior(TransactionBehavior::Immediate).await?)
+            })
+            .await?;
         Ok(Tx { conn: self, tx })
     }
 

@@ -200,7 +200,7 @@ impl Store {
             Kind::File => local::open_file(&config.path, config.read_only)?,
             Kind::Memory => (block_on(libsql::Builder::new_local(&config.path).build())?, false),
         };
-        let writer = Conn::new(db.connect()?, kind != Kind::Remote);
+        let writer = Conn::new(db.connect()?, kind != Kind::Remote, busy_timeout);
         configure(&writer, busy_timeout, kind, read_only)?;
         if read_only {
             schema::check_current(&writer)?;
@@ -234,7 +234,7 @@ impl Store {
     }
 
     fn connect(&self) -> Result<Conn> {
-        let conn = Conn::new(self.db.connect()?, !self.is_remote());
+        let conn = Conn::new(self.db.connect()?, !self.is_remote(), self.busy_timeout);
         configure(&conn, self.busy_timeout, self.kind, self.read_only)?;
         Ok(conn)
     }

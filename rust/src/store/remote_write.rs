@@ -74,7 +74,9 @@ pub(super) async fn insert_single(conn: &Conn, e: &PreparedEntry, now: Micros) -
     push_literal(&mut sql, &opt_text(e.scope.as_deref()));
     sql.push_str(" WHERE changes() = 1 RETURNING seq;\nCOMMIT;");
 
-    let mut batch = conn.execute_batch(&sql).await?;
+    // Nothing is written unless the whole batch ran, so a batch that found
+    // the database locked is sent again.
+    let mut batch = conn.while_locked(|| async { Ok(conn.execute_batch(&sql).await?) }).await?;
     let _begin = step(&mut batch)?;
     let mut stored = Vec::new();
     if e.dedup_key.is_some() {
@@ -176,7 +178,12 @@ pub(super) async fn insert_many(conn: &Conn, entries: &[PreparedEntry], now: Mic
         );
     }
     sql.push_str("COMMIT;");
-    let mut batch = conn.execute_batch(&sql).await?;
+    // Without a lookup, the BEGIN is in this batch, and a locked one wrote nothing.
+    let mut batch = if keys.is_empty() {
+        conn.while_locked(|| async { Ok(conn.execute_batch(&sql).await?) }).await?
+    } else {
+        conn.execute_batch(&sql).await?
+    };
     if keys.is_empty() {
         step(&mut batch)?;
     }
@@ -196,7 +203,8 @@ pub(super) async fn insert_many(conn: &Conn, entries: &[PreparedEntry], now: Mic
 /// Runs the lookup batch `sql` (a BEGIN, then `statements` lookups), leaving
 /// its transaction open: the stored entries by duplicate key, oldest first.
 async fn lookup(conn: &Conn, sql: &str, statements: usize) -> Result<HashMap<i64, Vec<Stored>>> {
-    let mut batch = conn.execute_batch(sql).await?;
+    // A BEGIN that found the database locked began nothing: sent again.
+    let mut batch = conn.while_locked(|| async { Ok(conn.execute_batch(sql).await?) }).await?;
     step(&mut batch)?;
     let mut found: HashMap<i64, Vec<Stored>> = HashMap::new();
     for _ in 0..statements {
