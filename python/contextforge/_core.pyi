@@ -286,6 +286,7 @@ class Engine:
         self, filter: ListRecord, after: tuple[int, int] | None, limit: int
     ) -> Awaitable[tuple[list[Hit], tuple[int, int] | None]]:
         """One page, newest first, after the (timestamp_us, id) cursor."""
+    def sync(self) -> Awaitable[int | None]: ...
     def flush(self) -> Awaitable[None]: ...
     def close(self) -> Awaitable[None]:
         """Flushes and releases the store; closing twice is harmless."""

@@ -25,6 +25,16 @@ class Config:
         auth_token: The token a libSQL server authenticates with (a JWT); ``None``
             for a server without authentication. Unused for local files. Left out of
             ``repr()``.
+        replica: With a server ``path``: the path of a local file kept in sync with
+            the server (an embedded replica). Queries and reads are served from
+            it at a local file's speed; writes go to the server, and this handle
+            reads its own writes at once. Other processes' writes arrive with
+            the next sync: every ``sync_interval``, or on ``await cf.sync()``.
+            One process at a time may use a replica file.
+        sync_interval: Seconds between background syncs of the ``replica``
+            (the bound on how stale other processes' writes can be); ``None``
+            syncs only on ``sync()`` and before reads that follow this handle's
+            writes.
         index_dir: Where the search index lives; by default ``<path>.index`` beside
             the database (in RAM for ``":memory:"`` and for a server). For a server,
             a directory given here is a cache: the index goes in a subdirectory named
@@ -150,6 +160,8 @@ class Config:
 
     path: str = ":memory:"
     auth_token: str | None = field(default=None, repr=False)
+    replica: str | None = None
+    sync_interval: float | None = None
     index_dir: str | None = None
     tokenizer: str = "o200k"
     recency_weight: float = 0.2

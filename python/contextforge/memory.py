@@ -673,6 +673,15 @@ class ContextForge(Lineage, Distilling, Selecting):
         [tokens] = self._engine.count_tokens([_convert.text("text", text)])
         return tokens
 
+    async def sync(self) -> int | None:
+        """With ``Config.replica``: pulls the server's newest changes into the
+        replica now (other processes' writes included) and brings the search
+        index up to date; returns the replication frame reached. Without a
+        replica it does nothing and returns ``None``: a local file, or a server
+        read directly, is always current."""
+        frame: int | None = await self._engine.sync()
+        return frame
+
     async def flush(self) -> None:
         """Commits pending search-index changes now, and brings the vector
         graph of a large store up to date (see docs/retrieval.md).

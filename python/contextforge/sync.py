@@ -240,6 +240,7 @@ class ContextForgeSync:
     list = _iterating(ContextForge.list, page="page_size")
     count = _blocking(ContextForge.count)
     count_tokens = _blocking(ContextForge.count_tokens)
+    sync = _blocking(ContextForge.sync)
     flush = _blocking(ContextForge.flush)
 
     @property

@@ -183,6 +183,12 @@ pub struct Config {
     pub path: String,
     /// The token a libSQL server authenticates with; unused for local files.
     pub auth_token: Option<String>,
+    /// With a server `path`: a local libSQL file kept in sync with the server
+    /// (an embedded replica). Reads come from it; writes go to the server.
+    pub replica: Option<PathBuf>,
+    /// How often the replica pulls the server's changes in the background;
+    /// `None`: only when asked (`Memory::sync`) and after this handle's writes.
+    pub sync_interval: Option<std::time::Duration>,
     /// The search index directory; `None` puts it beside the database file
     /// (`<path>.index`), or in RAM for `":memory:"` and for a server. For a
     /// server, the index lives in a subdirectory named by a hash of the URL, so
@@ -282,6 +288,8 @@ impl Default for Config {
             audit: Audit::default(),
             read_only: false,
             exact_below: crate::index::EXACT_BELOW,
+            replica: None,
+            sync_interval: None,
         }
     }
 }
@@ -326,6 +334,27 @@ impl Config {
         }
         if self.is_remote() && self.path.split_once("://").is_none_or(|(_, host)| host.is_empty()) {
             return Err(Error::invalid(format!("{:?} names no server", self.path)));
+        }
+        if let Some(replica) = &self.replica {
+            let text = replica.to_string_lossy();
+            if !self.is_remote() {
+                return Err(Error::invalid("replica needs the URL of a libSQL server as the path"));
+            }
+            if text.is_empty() || text == MEMORY_PATH || text.contains("://") {
+                return Err(Error::invalid(format!(
+                    "replica must be the path of a local file, not {text:?}"
+                )));
+            }
+        }
+        if let Some(interval) = self.sync_interval {
+            if self.replica.is_none() {
+                return Err(Error::invalid("sync_interval needs a replica"));
+            }
+            if interval < std::time::Duration::from_millis(10)
+                || interval > std::time::Duration::from_secs(86_400)
+            {
+                return Err(Error::invalid("sync_interval must be between 0.01 and 86400 seconds"));
+            }
         }
         if self.audit.retention_days == 0 {
             return Err(Error::invalid("audit_retention_days must be at least 1"));

@@ -154,6 +154,18 @@ impl Memory {
         self.index.catch_up_graph()
     }
 
+    /// Brings a replica up to date with its server now, and the search index
+    /// with it; the replication frame reached. `None` for any other store
+    /// (a local file, or a server read directly, is always current).
+    pub fn sync(&self) -> Result<Option<u64>> {
+        self.check_open()?;
+        let frame = self.store.sync()?;
+        if frame.is_some() {
+            self.follow()?;
+        }
+        Ok(frame)
+    }
+
     /// The vector graph: (vectors it holds, bytes of memory); (0, 0) when the
     /// store is small enough to scan (`Config::exact_below` vectors or fewer).
     pub fn graph_shape(&self) -> (usize, usize) {

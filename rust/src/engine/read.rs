@@ -159,7 +159,7 @@ impl Memory {
         let started = Instant::now();
         self.check_open()?;
         query.validate()?;
-        if self.store.is_remote() {
+        if self.store.reads_remote() {
             // On a server, the index is searched as it is and the log's head
             // read with the first entries: one round trip when nothing changed.
             let applied = self.index.applied();

@@ -73,7 +73,7 @@ impl Engine {
     /// Opens a store from a `contextforge.Config` (read by attribute).
     #[staticmethod]
     fn open(py: Python<'_>, config: Record<ConfigRecord>) -> PyResult<Bound<'_, PyAny>> {
-        let config = Config::from(config.0);
+        let config = Config::try_from(config.0).map_err(to_py)?;
         awaitable(py, move || {
             let core = Core::open(config)?;
             Ok(Engine { core: RwLock::new(Some(Arc::new(core))) })
@@ -394,6 +394,11 @@ impl Engine {
             let cursor = page.last().map(|e| (e.timestamp, e.id));
             Ok((page.into_iter().map(Hit::from).collect::<Vec<_>>(), cursor))
         })
+    }
+
+    fn sync<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        awaitable(py, move || core.sync())
     }
 
     fn flush<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

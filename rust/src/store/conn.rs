@@ -32,15 +32,28 @@ pub(super) struct Conn {
     /// Dropped (finalized) before the connection they were prepared on.
     kept: Option<Mutex<HashMap<Box<str>, Arc<Statement>>>>,
     inner: Connection,
+    /// A server connection (Hrana over HTTP).
+    remote: bool,
     /// How long a write on a server waits for another connection's write
     /// transaction (a local connection's busy handler waits by itself).
     busy_timeout: Duration,
 }
 
 impl Conn {
-    /// `keep` is false for a server connection.
-    pub fn new(inner: Connection, keep: bool, busy_timeout: Duration) -> Self {
-        Self { kept: keep.then(|| Mutex::new(HashMap::new())), inner, busy_timeout }
+    /// A local connection that keeps its statements.
+    pub fn local(inner: Connection, busy_timeout: Duration) -> Self {
+        Self { kept: Some(Mutex::new(HashMap::new())), inner, remote: false, busy_timeout }
+    }
+
+    /// A server connection: its statements live on the server.
+    pub fn remote(inner: Connection, busy_timeout: Duration) -> Self {
+        Self { kept: None, inner, remote: true, busy_timeout }
+    }
+
+    /// A connection to an embedded replica: local, but libSQL's replica
+    /// statements do not bind anew once reset, so none is kept.
+    pub fn replica(inner: Connection, busy_timeout: Duration) -> Self {
+        Self { kept: None, inner, remote: false, busy_timeout }
     }
 
     /// Runs `attempt`, and on a server runs it again while it finds the
@@ -94,7 +107,7 @@ impl Conn {
 
     /// Whether this is a server connection.
     pub fn is_remote(&self) -> bool {
-        self.kept.is_none()
+        self.remote
     }
 
     /// A read-only transaction: every statement in it reads one snapshot, and

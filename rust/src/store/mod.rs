@@ -19,6 +19,7 @@ mod local;
 mod read;
 mod reads;
 mod remote_write;
+mod replica;
 mod retention;
 mod rows;
 mod schema;
@@ -134,7 +135,13 @@ pub struct Change {
 }
 
 pub struct Store {
+    /// The database: for a replica, the local replica (reads).
     db: Database,
+    /// For a replica: the server, which takes every write.
+    primary: Option<Database>,
+    /// For a replica: its lock file, held while the store is open, and
+    /// whether this handle wrote since the replica last synced.
+    replica: Option<replica::Replica>,
     writer: Mutex<Conn>,
     /// Idle read connections; unused for `":memory:"`, where every connection
     /// would open a different database.
@@ -183,6 +190,8 @@ enum Kind {
     Memory,
     File,
     Remote,
+    /// A server, read through a local replica (`replica.rs`).
+    Replica,
 }
 
 impl Store {
@@ -190,25 +199,45 @@ impl Store {
         let busy_timeout = Duration::from_millis(config.busy_timeout_ms);
         let kind = if config.is_memory() {
             Kind::Memory
+        } else if config.is_remote() && config.replica.is_some() {
+            Kind::Replica
         } else if config.is_remote() {
             Kind::Remote
         } else {
             Kind::File
         };
+        let mut primary = None;
+        let mut replica = None;
         let (db, read_only) = match kind {
             Kind::Remote => (open_remote(config)?, false),
+            Kind::Replica => {
+                let (db, opened) = replica::open(config)?;
+                primary = Some(open_remote(config)?);
+                replica = Some(opened);
+                (db, config.read_only)
+            }
             Kind::File => local::open_file(&config.path, config.read_only)?,
             Kind::Memory => (block_on(libsql::Builder::new_local(&config.path).build())?, false),
         };
-        let writer = Conn::new(db.connect()?, kind != Kind::Remote, busy_timeout);
+        let writer = match &primary {
+            Some(primary) => Conn::remote(primary.connect()?, busy_timeout),
+            None if kind == Kind::Remote => Conn::remote(db.connect()?, busy_timeout),
+            None => Conn::local(db.connect()?, busy_timeout),
+        };
         configure(&writer, busy_timeout, kind, read_only)?;
         if read_only {
             schema::check_current(&writer)?;
         } else {
             schema::migrate(&writer)?;
         }
+        if let Some(replica) = &replica {
+            // The schema (and everything before this open) is read locally from now on.
+            replica.sync(&db)?;
+        }
         Ok(Self {
             db,
+            primary,
+            replica,
             writer: Mutex::new(writer),
             readers: (kind != Kind::Memory).then(|| Mutex::new(Vec::new())),
             lookup: (kind == Kind::File).then(|| Mutex::new(Lookup::Unopened)),
@@ -228,15 +257,44 @@ impl Store {
         self.kind == Kind::File
     }
 
-    /// Whether the database is a libSQL server.
+    /// Whether the database is a libSQL server (read directly or through a
+    /// replica).
     pub fn is_remote(&self) -> bool {
+        matches!(self.kind, Kind::Remote | Kind::Replica)
+    }
+
+    /// Whether reads go over the network (a server without a replica).
+    pub fn reads_remote(&self) -> bool {
         self.kind == Kind::Remote
     }
 
+    /// Brings a replica up to date with the server now; the replication frame
+    /// it reached. `None` for any other store, which has nothing to sync.
+    pub fn sync(&self) -> Result<Option<u64>> {
+        match &self.replica {
+            Some(replica) => replica.sync(&self.db),
+            None => Ok(None),
+        }
+    }
+
+    /// A read connection (for a replica, to the local replica).
     fn connect(&self) -> Result<Conn> {
-        let conn = Conn::new(self.db.connect()?, !self.is_remote(), self.busy_timeout);
+        let inner = self.db.connect()?;
+        let conn = match self.kind {
+            Kind::Remote => Conn::remote(inner, self.busy_timeout),
+            Kind::Replica => Conn::replica(inner, self.busy_timeout),
+            Kind::File | Kind::Memory => Conn::local(inner, self.busy_timeout),
+        };
         configure(&conn, self.busy_timeout, self.kind, self.read_only)?;
         Ok(conn)
+    }
+
+    /// A write connection: for a replica, to the server.
+    fn connect_writer(&self) -> Result<Conn> {
+        match &self.primary {
+            Some(primary) => Ok(Conn::remote(primary.connect()?, self.busy_timeout)),
+            None => self.connect(),
+        }
     }
 
     fn connect_mapped(&self) -> Result<Conn> {
@@ -253,8 +311,12 @@ impl Store {
         }
         let mut conn = self.writer.lock();
         let result = f(&conn);
+        if let Some(replica) = &self.replica {
+            // Even a failed write may have committed before its answer was lost.
+            replica.wrote();
+        }
         if result.is_err() && self.is_remote() {
-            if let Ok(fresh) = self.connect() {
+            if let Ok(fresh) = self.connect_writer() {
                 let _ctx = runtime().enter();
                 drop(std::mem::replace(&mut *conn, fresh));
             }
@@ -269,13 +331,17 @@ impl Store {
         let Some(pool) = &self.readers else {
             return f(&self.writer.lock());
         };
+        if let Some(replica) = &self.replica {
+            // This handle reads its own writes.
+            replica.catch_up(&self.db)?;
+        }
         let pooled = pool.lock().pop();
         let conn = match pooled {
             Some(conn) => conn,
             None => self.connect()?,
         };
         let mut result = f(&conn);
-        if self.is_remote() && result.as_ref().is_err_and(Error::is_retryable) {
+        if self.reads_remote() && result.as_ref().is_err_and(Error::is_retryable) {
             let _ctx = runtime().enter();
             drop(conn);
             let conn = self.connect()?;
@@ -328,9 +394,10 @@ fn open_remote(config: &Config) -> Result<Database> {
 }
 
 fn configure(conn: &libsql::Connection, busy_timeout: Duration, kind: Kind, read_only: bool) -> Result<()> {
-    if kind == Kind::Remote {
+    if matches!(kind, Kind::Remote | Kind::Replica) {
         // The server owns journaling and locking; a remote connection has neither
-        // PRAGMAs to set nor a busy handler.
+        // PRAGMAs to set nor a busy handler, and a replica's connection refuses
+        // PRAGMAs that set a value (its file is the server's, frame for frame).
         return Ok(());
     }
     conn.busy_timeout(busy_timeout)?;

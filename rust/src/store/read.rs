@@ -128,7 +128,7 @@ impl Store {
     /// first, so an entry is never older than the change number returned.
     /// Elsewhere, `None` (a local head costs nothing).
     pub fn fetch_with_head(&self, ids: &[i64]) -> Result<Option<(Vec<Option<Entry>>, i64)>> {
-        if !self.is_remote() {
+        if !self.reads_remote() {
             return Ok(None);
         }
         let mut sql = format!("{HEAD};\n");

@@ -13,6 +13,9 @@ use crate::config::{Audit, Config, Eviction, Fusion, Hybrid, Mmr, Recency, Retri
 pub struct ConfigRecord {
     path: Text,
     auth_token: Option<Text>,
+    replica: Option<Text>,
+    /// Seconds.
+    sync_interval: Option<f64>,
     index_dir: Option<Text>,
     tokenizer: Parsed<TokenizerSpec>,
     recency_weight: f32,
@@ -46,11 +49,23 @@ pub struct ConfigRecord {
     read_only: bool,
 }
 
-impl From<ConfigRecord> for Config {
-    fn from(r: ConfigRecord) -> Self {
-        Config {
+impl TryFrom<ConfigRecord> for Config {
+    type Error = crate::error::Error;
+
+    fn try_from(r: ConfigRecord) -> crate::error::Result<Self> {
+        let sync_interval = r
+            .sync_interval
+            .map(|seconds| {
+                std::time::Duration::try_from_secs_f64(seconds).map_err(|_| {
+                    crate::error::Error::invalid("sync_interval must be a positive number of seconds")
+                })
+            })
+            .transpose()?;
+        Ok(Config {
             path: r.path.0,
             auth_token: r.auth_token.map(String::from),
+            replica: r.replica.map(|path| path.0.into()),
+            sync_interval,
             index_dir: r.index_dir.map(|dir| dir.0.into()),
             tokenizer: r.tokenizer.0,
             recency: Recency { weight: r.recency_weight, half_life_days: r.recency_half_life_days },
@@ -84,7 +99,7 @@ impl From<ConfigRecord> for Config {
             },
             read_only: r.read_only,
             exact_below: crate::index::EXACT_BELOW,
-        }
+        })
     }
 }
 
@@ -93,6 +108,8 @@ impl From<Config> for ConfigRecord {
         ConfigRecord {
             path: Text(c.path),
             auth_token: c.auth_token.map(Text),
+            replica: c.replica.map(|path| Text(path.display().to_string())),
+            sync_interval: c.sync_interval.map(|d| d.as_secs_f64()),
             index_dir: c.index_dir.map(|dir| Text(dir.display().to_string())),
             tokenizer: Parsed(c.tokenizer),
             recency_weight: c.recency.weight,
