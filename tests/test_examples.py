@@ -15,7 +15,7 @@
   ``<!-- requires: MODULE -->``; their blocks run where ``MODULE`` imports (the
   extras installed, as CI has them) and are skipped, saying so, where not.
 
-Blocks of other languages (``text``) are not code.
+Blocks of other languages (``text``, and ``mermaid`` diagrams) are not code.
 """
 
 from __future__ import annotations
@@ -114,9 +114,9 @@ PYTHON = [b for b in CODE if b.lang == "python" and b.skip is None and available
 def test_every_doc_has_runnable_code() -> None:
     assert [b for b in CODE if b.doc.name == "README.md" and b.lang == "python"]
     for block in ALL_BLOCKS:
-        assert block.lang in ("python", "sh", "json", "text"), (
+        assert block.lang in ("python", "sh", "json", "text", "mermaid"), (
             f"{block.name}: a ```{block.lang or '(no language)'} block: "
-            "use python, sh or json (run by this test) or text"
+            "use python, sh or json (run by this test), text, or mermaid for a diagram"
         )
 
 
