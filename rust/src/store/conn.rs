@@ -117,6 +117,13 @@ impl Conn {
         Ok(Tx { conn: self, tx })
     }
 
+    /// `execute_batch` of `sql`, sent again while it finds the database
+    /// locked (`while_locked`): `sql` must write nothing unless it all ran (a
+    /// batch that begins its transaction and commits it, or only begins it).
+    pub async fn batch_while_locked(&self, sql: &str) -> Result<libsql::BatchRows> {
+        self.while_locked(|| async { Ok(self.inner.execute_batch(sql).await?) }).await
+    }
+
     /// Starts an IMMEDIATE transaction; dropping it without `commit` rolls back.
     pub async fn begin(&self) -> Result<Tx<'_>> {
         let tx = self

@@ -84,6 +84,16 @@ pub(super) fn push_literal(out: &mut String, value: &Value) {
     }
 }
 
+/// Appends `values` as literals separated by commas.
+pub(super) fn push_literals(out: &mut String, values: &[Value]) {
+    for (i, value) in values.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        push_literal(out, value);
+    }
+}
+
 fn push_hex(out: &mut String, bytes: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
     out.reserve(bytes.len() * 2 + 3);

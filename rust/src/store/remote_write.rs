@@ -22,7 +22,7 @@ use super::change_log::Written;
 use super::conn::Conn;
 use super::dedupe::{Stored, STORED_COLUMNS, STORED_WIDTH};
 use super::group::{dedup_keys, stored_duplicates, Plan};
-use super::literal::{inline, push_literal};
+use super::literal::{inline, push_literal, push_literals};
 use super::rows::{entry_values, opt_text, INSERT_ENTRY};
 use super::schema::OP_INSERT;
 use super::{now_micros, PreparedEntry};
@@ -49,12 +49,7 @@ pub(super) async fn insert_single(conn: &Conn, e: &PreparedEntry, now: Micros) -
     let columns = INSERT_ENTRY.strip_suffix(" VALUES").unwrap_or(INSERT_ENTRY);
     sql.push_str(columns);
     sql.push_str(" SELECT ");
-    for (i, value) in entry_values(e, key, now).iter().enumerate() {
-        if i > 0 {
-            sql.push_str(", ");
-        }
-        push_literal(&mut sql, value);
-    }
+    push_literals(&mut sql, &entry_values(e, key, now));
     if e.dedup_key.is_some() {
         let _ = write!(sql, " WHERE NOT EXISTS (SELECT 1 FROM entries WHERE {same_key})");
     }
@@ -76,7 +71,7 @@ pub(super) async fn insert_single(conn: &Conn, e: &PreparedEntry, now: Micros) -
 
     // Nothing is written unless the whole batch ran, so a batch that found
     // the database locked is sent again.
-    let mut batch = conn.while_locked(|| async { Ok(conn.execute_batch(&sql).await?) }).await?;
+    let mut batch = conn.batch_while_locked(&sql).await?;
     let _begin = step(&mut batch)?;
     let mut stored = Vec::new();
     if e.dedup_key.is_some() {
@@ -146,12 +141,7 @@ pub(super) async fn insert_many(conn: &Conn, entries: &[PreparedEntry], now: Mic
         sql.push_str(INSERT_ENTRY);
         for (i, (e, key)) in part.iter().enumerate() {
             sql.push_str(if i == 0 { " (" } else { ", (" });
-            for (j, value) in entry_values(e, *key, now).iter().enumerate() {
-                if j > 0 {
-                    sql.push_str(", ");
-                }
-                push_literal(&mut sql, value);
-            }
+            push_literals(&mut sql, &entry_values(e, *key, now));
             sql.push(')');
         }
         sql.push_str(" RETURNING id;\n");
@@ -179,11 +169,8 @@ pub(super) async fn insert_many(conn: &Conn, entries: &[PreparedEntry], now: Mic
     }
     sql.push_str("COMMIT;");
     // Without a lookup, the BEGIN is in this batch, and a locked one wrote nothing.
-    let mut batch = if keys.is_empty() {
-        conn.while_locked(|| async { Ok(conn.execute_batch(&sql).await?) }).await?
-    } else {
-        conn.execute_batch(&sql).await?
-    };
+    let mut batch =
+        if keys.is_empty() { conn.batch_while_locked(&sql).await? } else { conn.execute_batch(&sql).await? };
     if keys.is_empty() {
         step(&mut batch)?;
     }
@@ -204,7 +191,7 @@ pub(super) async fn insert_many(conn: &Conn, entries: &[PreparedEntry], now: Mic
 /// its transaction open: the stored entries by duplicate key, oldest first.
 async fn lookup(conn: &Conn, sql: &str, statements: usize) -> Result<HashMap<i64, Vec<Stored>>> {
     // A BEGIN that found the database locked began nothing: sent again.
-    let mut batch = conn.while_locked(|| async { Ok(conn.execute_batch(sql).await?) }).await?;
+    let mut batch = conn.batch_while_locked(sql).await?;
     step(&mut batch)?;
     let mut found: HashMap<i64, Vec<Stored>> = HashMap::new();
     for _ in 0..statements {
