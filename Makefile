@@ -36,7 +36,7 @@ test-agents-suite: ## openai-agents' own session tests (its sdist) on ContextFor
 
 # The MCP server's tests under the SDK's previous major (the test extra installs 2.x).
 MCP1_VENV ?= .venv-mcp1
-MCP_TESTS := tests/test_mcp.py tests/test_mcp_http.py tests/test_audit_mcp.py tests/test_keys_mcp.py \
+MCP_TESTS := tests/test_mcp.py tests/test_mcp_http.py tests/test_mcp_auth.py tests/test_audit_mcp.py tests/test_keys_mcp.py \
 	tests/test_forget_surfaces.py tests/test_audit_surfaces.py
 test-mcp1: ## The MCP tests again with mcp 1.x, against the same built extension
 	test -x $(MCP1_VENV)/bin/python || python3 -m venv $(MCP1_VENV)

@@ -5,7 +5,8 @@
   ``OPENAI_BASE_URL`` gets a real HTTP server on 127.0.0.1 speaking the
   chat-completions protocol (a small deterministic "model", below), and must
   call it; one that reads ``LIBSQL_URL`` gets a real sqld; one that reads
-  ``MCP_URL`` gets ``contextforge mcp --http --scope user:me`` on a free port.
+  ``MCP_URL`` gets ``contextforge mcp --http --scope user:me`` on a free port; one
+  that also names ``MCP_TOKEN`` gets ``--tokens`` with that token granted ``user:me``.
 - ``sh`` blocks run under ``bash -euo pipefail`` with the ``contextforge``
   command on ``PATH`` and ``CONTEXTFORGE_DB`` in their directory.
 - ``json`` blocks must parse.
@@ -24,6 +25,7 @@ import importlib.util
 import json
 import os
 import re
+import secrets
 import socket
 import subprocess
 import sys
@@ -267,9 +269,15 @@ def _maybe_mcp(code: str, directory: Path, env: dict[str, str]) -> Iterator[None
         return
     port = free_port()
     log = directory / "mcp.log"
+    args = MCP_ARGS
+    if "MCP_TOKEN" in code:
+        env["MCP_TOKEN"] = secrets.token_urlsafe(32)
+        tokens = directory / "mcp-tokens.json"
+        tokens.write_text(json.dumps({env["MCP_TOKEN"]: {"scopes": ["user:me"]}}))
+        args = ["mcp", "--http", "--tokens", str(tokens)]
     with log.open("w") as out:
         server = subprocess.Popen(
-            [str(BIN / "contextforge"), *MCP_ARGS, "--port", str(port)],
+            [str(BIN / "contextforge"), *args, "--port", str(port)],
             cwd=directory,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -45,8 +45,11 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def http_server(db: Path, *flags: str) -> AsyncIterator[int]:
-    """``contextforge mcp --http`` on 127.0.0.1 at a free port, once it answers; the port."""
+async def http_server(
+    db: Path, *flags: str, policy: tuple[str, ...] = ("--scope", "user:42")
+) -> AsyncIterator[int]:
+    """``contextforge mcp --http`` on 127.0.0.1 at a free port, once it answers; the
+    port. Its output goes to ``http.log`` beside ``db``."""
     port = free_port()
     log = db.parent / "http.log"
     with log.open("w") as out:
@@ -56,8 +59,7 @@ async def http_server(db: Path, *flags: str) -> AsyncIterator[int]:
                 *SERVER,
                 "--db",
                 str(db),
-                "--scope",
-                "user:42",
+                *policy,
                 "--http",
                 "--port",
                 str(port),
@@ -98,12 +100,17 @@ async def post_initialize(port: int, **headers: str) -> int:
 
 
 @asynccontextmanager
-async def mcp_session(port: int, host: str | None = None) -> AsyncIterator[ClientSession]:
-    """An initialized session through the SDK's client, sending ``Host: host`` if given."""
-    headers = {"Host": host} if host else None
+async def mcp_session(
+    port: int, host: str | None = None, token: str | None = None
+) -> AsyncIterator[ClientSession]:
+    """An initialized session through the SDK's client, sending ``Host: host`` and
+    ``Authorization: Bearer token`` if given."""
+    headers = {"Host": host} if host else {}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     # The SDK's HTTP client: httpx2 on mcp 2 (whose transport yields two streams,
     # where mcp 1's yields three).
-    client: Any = sdk_httpx().AsyncClient(headers=headers, timeout=60)
+    client: Any = sdk_httpx().AsyncClient(headers=headers or None, timeout=60)
     async with (
         client,
         streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=client) as streams,

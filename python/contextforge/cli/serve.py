@@ -32,10 +32,20 @@ __all__ = ["mcp"]
 @click.option("--allow-global", is_flag=True, help="Also allow global (unscoped) entries.")
 @click.option("--http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
 @click.option(
+    "--tokens",
+    type=click.Path(dir_okay=False, path_type=str),
+    metavar="FILE",
+    help="With --http, require a bearer token from FILE on every request: a JSON object "
+    'mapping each token to its policy, {"TOKEN": {"scopes": [...], "scope_prefixes": [...], '
+    '"allow_global": false}}. Each token\'s calls are confined to its own scopes (instead '
+    "of --scope and friends). Re-read on SIGHUP.",
+)
+@click.option(
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="Address to bind with --http. Anything but a loopback address needs --insecure-no-auth.",
+    help="Address to bind with --http. Anything but a loopback address needs --tokens "
+    "(or --insecure-no-auth).",
 )
 @click.option(
     "--port",
@@ -55,8 +65,8 @@ __all__ = ["mcp"]
 @click.option(
     "--insecure-no-auth",
     is_flag=True,
-    help="With --http, allow a non-loopback --host although the server has no "
-    "authentication: anyone who reaches it can read and change the memory.",
+    help="With --http and no --tokens, allow a non-loopback --host although the server "
+    "has no authentication: anyone who reaches it can read and change the memory.",
 )
 @common_options(with_json=False)
 def mcp(
@@ -64,6 +74,7 @@ def mcp(
     prefixes: tuple[str, ...],
     allow_global: bool,
     http: bool,
+    tokens: str | None,
     host: str,
     port: int,
     allowed_hosts: tuple[str, ...],
@@ -76,34 +87,51 @@ def mcp(
     name no scope use the first --scope. With --scrub-pii, what the tools save is
     scrubbed of PII too.
 
-    --http serves http://HOST:PORT/mcp without authentication, so HOST must be a
-    loopback address (put an authenticating proxy in front for remote agents)
-    unless --insecure-no-auth is given. Whatever HOST, a request is served only
-    when its Host header (and a browser's Origin) names 127.0.0.1, localhost,
-    [::1] or an --allowed-host, against DNS rebinding.
+    --http serves http://HOST:PORT/mcp. With --tokens FILE every request needs
+    "Authorization: Bearer TOKEN" with a token from FILE, and each token's calls
+    are confined to the scopes FILE gives it, so one server serves several agents;
+    send the process SIGHUP to re-read FILE. Without --tokens there is no
+    authentication, so HOST must be a loopback address unless --insecure-no-auth
+    is given. Whatever HOST, a request is served only when its Host header (and a
+    browser's Origin) names 127.0.0.1, localhost, [::1] or an --allowed-host,
+    against DNS rebinding.
     """
     try:
         from ..mcp_server import ScopePolicy, serve
+        from ..mcp_server.auth import TokenFile
         from ..mcp_server.http import check_bind, is_loopback, transport_security
     except ImportError as err:
         raise CliError(
             f"the MCP server needs the 'mcp' package: pip install 'contextforge-memory[mcp]' ({err})"
         ) from None
-    if not http and (allowed_hosts or insecure_no_auth):
-        raise CliError("--allowed-host and --insecure-no-auth apply to --http only")
+    if not http and (allowed_hosts or insecure_no_auth or tokens):
+        raise CliError("--allowed-host, --insecure-no-auth and --tokens apply to --http only")
+    if tokens and (scopes or prefixes or allow_global):
+        raise CliError(
+            "with --tokens each token's scopes come from the file: "
+            "drop --scope, --scope-prefix and --allow-global"
+        )
+    if tokens and insecure_no_auth:
+        raise CliError("--insecure-no-auth contradicts --tokens: drop one")
+    policy = None
     try:
-        policy = ScopePolicy.create(scopes, prefixes, allow_global=allow_global)
+        if tokens:
+            TokenFile(tokens)  # a bad file is refused here, before anything is opened
+        else:
+            policy = ScopePolicy.create(scopes, prefixes, allow_global=allow_global)
         if http:
-            check_bind(host, insecure_no_auth=insecure_no_auth)
+            check_bind(host, insecure_no_auth=insecure_no_auth, authenticated=bool(tokens))
             accepted = transport_security(host, allowed_hosts).allowed_hosts
-    except ValueError as err:  # a bad policy, an exposed bind or a bad --allowed-host
+    except (
+        ValueError
+    ) as err:  # a bad policy or tokens file, an exposed bind or a bad --allowed-host
         raise CliError(str(err)) from None
     opts = common()
     path, is_default = resolve_db(opts.db)
     problem = prepare_db(path, is_default)
     if problem:
         raise CliError(problem)
-    if http and not is_loopback(host):
+    if http and not tokens and not is_loopback(host):
         click.echo(
             f"Warning: serving MCP on {host!r} port {port} without authentication; "
             f"accepted Host headers: {', '.join(accepted)}",
@@ -118,6 +146,7 @@ def mcp(
             port=port,
             allowed_hosts=allowed_hosts,
             insecure_no_auth=insecure_no_auth,
+            tokens=tokens or None,
             scrub_pii=opts.scrub_pii,
             auth_token=(os.environ.get(TOKEN_VAR) or None) if is_url(path) else None,
         )

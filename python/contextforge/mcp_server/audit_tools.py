@@ -24,7 +24,7 @@ from ..errors import InvalidInputError
 from ..memory import ContextForge
 from .compat import ToolError, Tools, hints
 from .models import ChangeRecord, Changes, Distilled, DistilledItem, ReadRecord, Reads
-from .policy import ScopeDenied, ScopePolicy
+from .policy import Policy, ScopeDenied
 
 __all__ = ["register"]
 
@@ -45,7 +45,7 @@ Since = Annotated[
 Limit = Annotated[int, Field(ge=1, le=_MAX_LIMIT, description="Return at most this many records.")]
 
 
-def register(server: Tools, store: ContextForge, policy: ScopePolicy) -> None:
+def register(server: Tools, store: ContextForge, policy: Policy) -> None:
     """Adds ``memory_changes``, ``memory_reads`` and ``distill_session`` to ``server``."""
 
     @server.tool(

@@ -17,8 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
+from .auth import HttpAuth
 from .http import HttpSettings
 
 try:  # mcp >= 2
@@ -37,6 +41,7 @@ __all__ = [
     "Server",
     "ToolError",
     "Tools",
+    "current_access_token",
     "hints",
     "new_server",
     "run_streamable_http",
@@ -68,12 +73,22 @@ class Tools(Protocol):
 
 
 def new_server(
-    name: str, *, instructions: str, version: str, log_level: str, http: HttpSettings
+    name: str,
+    *,
+    instructions: str,
+    version: str,
+    log_level: str,
+    http: HttpSettings,
+    auth: HttpAuth | None = None,
 ) -> Server:
     """A server named ``name`` that reports ``version`` to clients. On mcp 1 the HTTP
     settings are the server's own (so its ``run_streamable_http_async()`` uses them);
-    on mcp 2 they are given to :func:`run_streamable_http`."""
+    on mcp 2 they are given to :func:`run_streamable_http`. With ``auth``, every HTTP
+    request needs a bearer token its verifier accepts (both SDKs take the verifier
+    and the auth settings in the constructor)."""
     options: dict[str, Any] = {"instructions": instructions, "log_level": log_level}
+    if auth is not None:
+        options.update(token_verifier=auth.granting(), auth=auth.sdk_settings(http.host, http.port))
     if MCP2:
         options["version"] = version
     else:
@@ -100,6 +115,25 @@ async def run_streamable_http(server: Server, http: HttpSettings) -> None:
         settings.host, settings.port = http.host, http.port
         settings.transport_security = http.transport_security
         await server.run_streamable_http_async()
+
+
+def current_access_token() -> AccessToken | None:
+    """The verified bearer token of the HTTP request that carried the current call.
+
+    mcp 2 runs each call in a copy of its request's context, where the SDK's auth
+    middleware left the token. mcp 1 runs it in its session's task, whose context
+    is the request that opened the session: the call's own request is read from the
+    SDK's request context instead."""
+    if MCP2:
+        return get_access_token()
+    from mcp.server.lowlevel.server import request_ctx  # type: ignore[attr-defined, unused-ignore]
+
+    try:
+        request = request_ctx.get().request
+    except LookupError:
+        return None
+    user = None if request is None else request.scope.get("user")
+    return user.access_token if isinstance(user, AuthenticatedUser) else None
 
 
 def hints(

@@ -1,7 +1,8 @@
 """Who may reach the server over HTTP: the bind address and the Host/Origin checks.
 
-The server has no authentication yet, so a bind to anything but a loopback address
-is refused unless the operator says ``insecure_no_auth``. Whatever the address, the
+A bind to anything but a loopback address is refused unless the server
+authenticates its callers (bearer tokens, :mod:`.auth`) or the operator says
+``insecure_no_auth``. Whatever the address, the
 MCP SDK's DNS-rebinding protection is on: a request is served only when its ``Host``
 header names a loopback name (``127.0.0.1``, ``localhost``, ``[::1]``, any port), the
 bound loopback address, or a name given in ``allowed_hosts``; a browser ``Origin``
@@ -35,7 +36,7 @@ _HOST = re.compile(
 
 
 class InsecureBind(ValueError):
-    """An HTTP bind that would expose the unauthenticated server, or a bad --allowed-host."""
+    """An HTTP bind that would expose an unauthenticated server, or a bad --allowed-host."""
 
 
 def is_loopback(host: str) -> bool:
@@ -48,14 +49,15 @@ def is_loopback(host: str) -> bool:
         return False  # another name, or "": it may resolve to anything
 
 
-def check_bind(host: str, *, insecure_no_auth: bool) -> None:
-    """:class:`InsecureBind` unless ``host`` is loopback or the operator accepted the risk."""
-    if not (is_loopback(host) or insecure_no_auth):
+def check_bind(host: str, *, insecure_no_auth: bool, authenticated: bool = False) -> None:
+    """:class:`InsecureBind` unless ``host`` is loopback, the server authenticates
+    its callers, or the operator accepted the risk."""
+    if not (is_loopback(host) or authenticated or insecure_no_auth):
         raise InsecureBind(
-            f"--host {host!r} is not a loopback address and the MCP server has no "
+            f"--host {host!r} is not a loopback address and the MCP server would have no "
             "authentication, so anyone who can reach it could read and change the memory: "
-            "bind 127.0.0.1 (with an authenticating proxy in front for remote agents), or "
-            "pass --insecure-no-auth to serve it anyway"
+            "give each agent a token with --tokens FILE, bind 127.0.0.1, or pass "
+            "--insecure-no-auth to serve it anyway"
         )
 
 

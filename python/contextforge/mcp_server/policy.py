@@ -17,8 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["ScopeDenied", "ScopePolicy"]
+__all__ = ["Policy", "ScopeDenied", "ScopePolicy"]
 
 _CHILD = re.compile(r"[A-Za-z0-9_\-.:@/]+")
 _SEGMENTS = re.compile(r"[:/]")
@@ -27,6 +28,22 @@ _WILDCARDS = set("*%?[]\\")
 
 class ScopeDenied(ValueError):
     """A tool call named a scope outside the policy."""
+
+
+class Policy(Protocol):
+    """What the tools ask of a policy: a :class:`ScopePolicy`, or over authenticated
+    HTTP the policy of the token that made the current call."""
+
+    @property
+    def scopes(self) -> tuple[str, ...]: ...
+    @property
+    def allow_global(self) -> bool: ...
+    @property
+    def default(self) -> str | None: ...
+    def allows(self, scope: str | None) -> bool: ...
+    def check(self, scope: str | None) -> str | None: ...
+    def describe(self) -> str: ...
+    def visible(self, scopes: Iterable[str | None]) -> list[str | None]: ...
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,16 @@ from .. import __version__
 from .._core import Context, Hit
 from ..memory import ContextForge
 from . import audit_tools
-from .compat import Server, ToolError, Tools, hints, new_server, tool_result
+from .auth import CallerPolicy, HttpAuth
+from .compat import (
+    Server,
+    ToolError,
+    Tools,
+    current_access_token,
+    hints,
+    new_server,
+    tool_result,
+)
 from .http import http_settings
 from .models import (
     Deleted,
@@ -39,7 +48,7 @@ from .models import (
     Sources,
     memory,
 )
-from .policy import ScopeDenied, ScopePolicy
+from .policy import Policy, ScopeDenied, ScopePolicy
 
 __all__ = ["UNTRUSTED", "build_server"]
 
@@ -76,11 +85,12 @@ KeyArg = Annotated[
 
 def build_server(
     store: ContextForge,
-    policy: ScopePolicy,
+    policy: ScopePolicy | None = None,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
     allowed_hosts: Iterable[str] = (),
+    auth: HttpAuth | None = None,
 ) -> Server:
     """An MCP server (the SDK's ``FastMCP`` on mcp 1, ``MCPServer`` on mcp 2) over
     ``store`` that touches only what ``policy`` allows.
@@ -91,16 +101,30 @@ def build_server(
     :func:`~contextforge.mcp_server.http.http_settings`. Its Host/Origin
     (DNS-rebinding) checks are on whatever the host: loopback names are accepted, and
     ``allowed_hosts`` adds others (see :func:`~contextforge.mcp_server.http.transport_security`).
-    The server has no authentication: :func:`~contextforge.mcp_server.serve` refuses a
-    non-loopback host unless told otherwise, and so should a caller serving it directly.
+
+    With ``auth`` (and no ``policy``), every HTTP request needs a bearer token that
+    ``auth``'s verifier accepts, and each call touches only what its own request's
+    token grants (see :mod:`~contextforge.mcp_server.auth`). Without it the server has
+    no authentication: :func:`~contextforge.mcp_server.serve` refuses a non-loopback
+    host unless told otherwise, and so should a caller serving it directly.
     """
+    if (policy is None) == (auth is None):
+        raise ValueError("give either a policy (stdio, or HTTP without tokens) or auth, not both")
     app = new_server(
         "contextforge",
         instructions=_INSTRUCTIONS,
         version=__version__,
         log_level="WARNING",
         http=http_settings(host, port, allowed_hosts),
+        auth=auth,
     )
+    return _register(
+        app, store, policy if policy is not None else CallerPolicy(current_access_token)
+    )
+
+
+def _register(app: Server, store: ContextForge, policy: Policy) -> Server:
+    """``app`` with the memory tools and resources, confined to ``policy``."""
     server: Tools = app
 
     def one_scope(scope: str | None) -> str | None:
@@ -442,7 +466,7 @@ def _guard(check: Callable[[str | None], str | None], scope: str | None) -> str 
         raise ToolError(str(err)) from None
 
 
-def _refuse_foreign(block: Context, policy: ScopePolicy) -> None:
+def _refuse_foreign(block: Context, policy: Policy) -> None:
     """Refuses a search whose block holds an entry outside the policy, before any of
     its text is used.
 
@@ -466,7 +490,7 @@ def _refuse_foreign(block: Context, policy: ScopePolicy) -> None:
         )
 
 
-async def _visible_scopes(store: ContextForge, policy: ScopePolicy) -> list[ScopeCount]:
+async def _visible_scopes(store: ContextForge, policy: Policy) -> list[ScopeCount]:
     """Allowed scopes with their sizes: every ``--scope`` (even empty), then the
     non-empty ones under a prefix, then global entries when allowed."""
     counts = await store.scopes()
