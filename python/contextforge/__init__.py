@@ -16,6 +16,7 @@ from .config import Config
 from .distill.run import DistillResult, SavedItem
 from .errors import (
     AuthenticationError,
+    EncryptionKeyError,
     ClosedError,
     ContextForgeError,
     EmbedderMismatchError,
@@ -67,6 +68,7 @@ __all__ = [
     "ALL_SCOPES",
     "AllScopes",
     "AuthenticationError",
+    "EncryptionKeyError",
     "Change",
     "ClosedError",
     "Config",

@@ -215,6 +215,9 @@ class Engine:
     @property
     def scrub_dropped(self) -> list[str]:
         """What the store scrubbed before this open that this one does not."""
+    @property
+    def encrypted(self) -> bool:
+        """Whether the database file is encrypted at rest."""
     def count_tokens(self, texts: list[str]) -> list[int]:
         """The tokens each text holds by the store's tokenizer, counted without
         the GIL (a long text takes a while)."""
@@ -287,6 +290,8 @@ class Engine:
     ) -> Awaitable[tuple[list[Hit], tuple[int, int] | None]]:
         """One page, newest first, after the (timestamp_us, id) cursor."""
     def sync(self) -> Awaitable[int | None]: ...
+    def rekey(self, key: bytes | str) -> Awaitable[None]:
+        """Re-encrypts the database file with `key`."""
     def flush(self) -> Awaitable[None]: ...
     def close(self) -> Awaitable[None]:
         """Flushes and releases the store; closing twice is harmless."""

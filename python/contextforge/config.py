@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Literal, Union
 
 from ._vectors import Embedder
 
-__all__ = ["Config"]
+__all__ = ["Config", "EncryptionKey", "resolve_key"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+#: A key, or a function returning one (read from a keyring or a KMS when the store opens).
+EncryptionKey = Union[str, bytes, Callable[[], Union[str, bytes]]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,6 +28,14 @@ class Config:
         auth_token: The token a libSQL server authenticates with (a JWT); ``None``
             for a server without authentication. Unused for local files. Left out of
             ``repr()``.
+        encryption_key: Encrypts the database file at rest (AES-256): a ``str``
+            or ``bytes`` key, or a callable returning one, called when the store
+            opens (a keyring, a KMS). Every page of the database and its WAL is
+            encrypted, vectors and the change log included, and the search index
+            is kept in RAM, rebuilt from the database on open, so no file holds
+            plaintext. A wrong key, none for an encrypted store, or one for a plain
+            store raises ``EncryptionKeyError`` and changes nothing. Local files
+            only; left out of ``repr()``. See docs/safety.md.
         replica: With a server ``path``: the path of a local file kept in sync with
             the server (an embedded replica). Queries and reads are served from
             it at a local file's speed; writes go to the server, and this handle
@@ -160,6 +171,7 @@ class Config:
 
     path: str = ":memory:"
     auth_token: str | None = field(default=None, repr=False)
+    encryption_key: EncryptionKey | None = field(default=None, repr=False, compare=False)
     replica: str | None = None
     sync_interval: float | None = None
     index_dir: str | None = None
@@ -195,6 +207,14 @@ class Config:
     audit_query_text: bool = False
     audit_retention_days: int = 30
 
+    def with_key(self) -> Config:
+        """This config with a callable ``encryption_key`` called: what the engine reads."""
+        if self.encryption_key is None or isinstance(self.encryption_key, (str, bytes)):
+            return self
+        from dataclasses import replace
+
+        return replace(self, encryption_key=resolve_key(self.encryption_key))
+
     @classmethod
     def coerce(cls, target: Config | PathLike) -> Config:
         """A ``Config`` from a config, a path string or a path-like object."""
@@ -205,3 +225,21 @@ class Config:
         from .errors import InvalidTypeError
 
         raise InvalidTypeError(f"open() takes a path or a Config, not {type(target).__name__}")
+
+
+def resolve_key(key: EncryptionKey) -> str | bytes:
+    """The key itself: ``key``, or what calling it returns."""
+    from .errors import InvalidTypeError
+
+    if isinstance(key, (str, bytes)):
+        return key
+    if not callable(key):
+        raise InvalidTypeError(
+            f"encryption_key must be str, bytes or a callable returning one, not {type(key).__name__}"
+        )
+    given = key()
+    if not isinstance(given, (str, bytes)):
+        raise InvalidTypeError(
+            f"the encryption_key callable returned {type(given).__name__}, not str or bytes"
+        )
+    return given

@@ -56,6 +56,11 @@ class AuthenticationError(StorageError):
     ``auth_token``. Not retryable: the same token fails again."""
 
 
+class EncryptionKeyError(StorageError):
+    """The store and the ``encryption_key`` do not match: a wrong key, no key for
+    an encrypted store, or a key for a plain one. Nothing was read or changed."""
+
+
 class SearchIndexError(ContextForgeError, RuntimeError):
     """The derived search index failed; the database still holds every entry."""
 

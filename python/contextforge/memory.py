@@ -12,7 +12,7 @@ from typing import Any, cast
 from . import _convert, _core
 from ._convert import ContextOrder, InjectionPolicy, Timestamp
 from ._vectors import Vector, Vectors, as_vector
-from .config import Config, PathLike
+from .config import Config, EncryptionKey, PathLike, resolve_key
 from .distilling import Distilling
 from .errors import InvalidInputError, InvalidTypeError, ScrubbingWeakenedWarning
 from .hits import Hits
@@ -114,7 +114,7 @@ class ContextForge(Lineage, Distilling, Selecting):
         config = Config.coerce(target)
         if not isinstance(reembed, bool):
             raise InvalidTypeError(f"reembed must be a bool, not {type(reembed).__name__}")
-        engine = await _core.Engine.open(config)
+        engine = await _core.Engine.open(config.with_key())
         if config.scrub_pii is None:  # taken from the store: say what it was
             config = dataclasses.replace(config, scrub_pii=engine.scrub_pii)
         store = cls(engine, config)
@@ -681,6 +681,24 @@ class ContextForge(Lineage, Distilling, Selecting):
         read directly, is always current."""
         frame: int | None = await self._engine.sync()
         return frame
+
+    async def rekey(self, new_key: EncryptionKey) -> None:
+        """Re-encrypts the store with ``new_key`` (``str``, ``bytes`` or a callable
+        returning one), in place. Other calls on this handle wait meanwhile; the
+        store must not be open in another process (``RetryableStorageError`` then,
+        with nothing changed).
+
+        The pages are rewritten in one transaction: a crash or SIGKILL midway
+        leaves a store that opens with the old key or with the new one, so keep
+        both until this returns. ``EncryptionKeyError`` for a plain store.
+        """
+        await self._engine.rekey(resolve_key(new_key))
+        self._config = dataclasses.replace(self._config, encryption_key=new_key)
+
+    @property
+    def encrypted(self) -> bool:
+        """Whether the database file is encrypted at rest."""
+        return self._engine.encrypted
 
     async def flush(self) -> None:
         """Commits pending search-index changes now, and brings the vector

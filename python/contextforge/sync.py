@@ -241,6 +241,7 @@ class ContextForgeSync:
     count = _blocking(ContextForge.count)
     count_tokens = _blocking(ContextForge.count_tokens)
     sync = _blocking(ContextForge.sync)
+    rekey = _blocking(ContextForge.rekey)
     flush = _blocking(ContextForge.flush)
 
     @property
@@ -250,6 +251,11 @@ class ContextForgeSync:
     @property
     def closed(self) -> bool:
         return self._async.closed
+
+    @property
+    def encrypted(self) -> bool:
+        """Whether the database file is encrypted at rest."""
+        return self._async.encrypted
 
     def __enter__(self) -> ContextForgeSync:
         return self

@@ -183,6 +183,9 @@ pub struct Config {
     pub path: String,
     /// The token a libSQL server authenticates with; unused for local files.
     pub auth_token: Option<String>,
+    /// Encrypts a database file at rest (`store/encryption.rs`); its search
+    /// index is then kept in RAM and rebuilt from the database on open.
+    pub encryption_key: Option<crate::store::EncryptionKey>,
     /// With a server `path`: a local libSQL file kept in sync with the server
     /// (an embedded replica). Reads come from it; writes go to the server.
     pub replica: Option<PathBuf>,
@@ -271,6 +274,7 @@ impl Default for Config {
         Self {
             path: MEMORY_PATH.to_owned(),
             auth_token: None,
+            encryption_key: None,
             index_dir: None,
             tokenizer: TokenizerSpec::O200k,
             recency: Recency::default(),
@@ -412,11 +416,27 @@ impl Config {
         if self.flush_entries == 0 {
             return Err(Error::invalid("flush_entries must be at least 1"));
         }
+        if self.encryption_key.is_some() {
+            if self.is_remote() || self.is_memory() {
+                return Err(Error::invalid(
+                    "encryption_key applies to a database file: a server encrypts (or not) on its \
+                     side, and \":memory:\" is never written",
+                ));
+            }
+            if self.index_dir.is_some() {
+                return Err(Error::invalid(
+                    "an encrypted store keeps its search index in RAM: index_dir must not be given",
+                ));
+            }
+        }
         Ok(())
     }
 
     /// The directory of the persistent index, or `None` for an in-RAM index.
     pub fn resolved_index_dir(&self) -> Option<PathBuf> {
+        if self.encryption_key.is_some() {
+            return None; // no derived file may hold an encrypted store's text
+        }
         match (&self.index_dir, self.is_memory(), self.is_remote()) {
             // An index names no database: keying it by the URL keeps one server's
             // index from being read as another's.

@@ -34,6 +34,11 @@ pub enum Error {
     #[error("the server refused the credentials: {0}")]
     Unauthorized(String),
 
+    /// An encrypted store and the key given do not match: a wrong key, no key
+    /// for an encrypted file, or a key for a plain one. Nothing was changed.
+    #[error("{0}")]
+    Encryption(String),
+
     /// The derived search index failed; the database is still the source of truth.
     #[error("search index error: {0}")]
     Index(#[from] tantivy::TantivyError),

@@ -9,7 +9,10 @@ from pathlib import Path
 
 __all__ = [
     "ENV_VAR",
+    "KEY_FILE_VAR",
+    "KEY_VAR",
     "TOKEN_VAR",
+    "encryption_key",
     "default_db",
     "describe",
     "file_sizes",
@@ -22,7 +25,33 @@ ENV_VAR = "CONTEXTFORGE_DB"
 # A libSQL server's token: from the environment, never an argument (arguments are
 # visible to every user of the machine).
 TOKEN_VAR = "CONTEXTFORGE_AUTH_TOKEN"
+# An encrypted store's key, the same way: the key itself, or a file holding it.
+KEY_VAR = "CONTEXTFORGE_ENCRYPTION_KEY"
+KEY_FILE_VAR = "CONTEXTFORGE_ENCRYPTION_KEY_FILE"
 _URL_SCHEMES = ("http://", "https://", "libsql://")
+
+
+def encryption_key() -> bytes | str | None:
+    """The store's key from ``$CONTEXTFORGE_ENCRYPTION_KEY``, or the bytes of the
+    file ``$CONTEXTFORGE_ENCRYPTION_KEY_FILE`` names (one trailing newline
+    dropped); ``None`` when neither is set."""
+    from .errors import CliError
+
+    key, key_file = os.environ.get(KEY_VAR), os.environ.get(KEY_FILE_VAR)
+    if key and key_file:
+        raise CliError(f"set {KEY_VAR} or {KEY_FILE_VAR}, not both")
+    if key:
+        return key
+    if not key_file:
+        return None
+    try:
+        data = Path(key_file).read_bytes()
+    except OSError as err:
+        raise CliError(f"cannot read the key file {key_file!r} ({KEY_FILE_VAR}): {err.strerror}") from None
+    data = data[:-1] if data.endswith(b"\n") else data
+    if not data:
+        raise CliError(f"the key file {key_file!r} ({KEY_FILE_VAR}) is empty")
+    return data
 
 
 def is_url(path: str) -> bool:

@@ -9,7 +9,7 @@ import click
 from ..errors import ContextForgeError
 from .errors import CliError, from_library
 from .options import common, common_options
-from .paths import TOKEN_VAR, is_url, prepare_db, resolve_db
+from .paths import TOKEN_VAR, encryption_key, is_url, prepare_db, resolve_db
 
 __all__ = ["mcp"]
 
@@ -149,6 +149,7 @@ def mcp(
             tokens=tokens or None,
             scrub_pii=opts.scrub_pii,
             auth_token=(os.environ.get(TOKEN_VAR) or None) if is_url(path) else None,
+            encryption_key=encryption_key(),
         )
     except ContextForgeError as err:
         raise from_library(err) from err

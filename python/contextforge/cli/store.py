@@ -10,7 +10,7 @@ from ..config import Config
 from ..errors import ContextForgeError
 from ..sync import ContextForgeSync
 from .errors import CliError, from_library
-from .paths import TOKEN_VAR, is_url, prepare_db
+from .paths import TOKEN_VAR, encryption_key, is_url, prepare_db
 
 __all__ = ["open_store"]
 
@@ -34,7 +34,13 @@ def open_store(
     try:
         token = os.environ.get(TOKEN_VAR) if is_url(path) else None
         store = ContextForgeSync.open(
-            Config(path=path, scrub_pii=scrub_pii, read_only=read_only, auth_token=token or None)
+            Config(
+                path=path,
+                scrub_pii=scrub_pii,
+                read_only=read_only,
+                auth_token=token or None,
+                encryption_key=encryption_key(),
+            )
         )
     except ContextForgeError as err:
         raise from_library(err) from err

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 
-from ..config import Config
+from ..config import Config, EncryptionKey
 from ..memory import ContextForge
 from .auth import HttpAuth, TokenFile
 from .compat import run_streamable_http
@@ -32,6 +32,7 @@ def serve(
     insecure_no_auth: bool = False,
     scrub_pii: bool | None = None,
     auth_token: str | None = None,
+    encryption_key: EncryptionKey | None = None,
     tokens: str | os.PathLike[str] | None = None,
     token_verifier: TokenVerifier | None = None,
     auth_settings: AuthSettings | None = None,
@@ -53,7 +54,8 @@ def serve(
     Requests must name a loopback host or one of ``allowed_hosts`` in their ``Host``
     header, whatever the bind. ``scrub_pii=True`` opens the store with
     ``Config(scrub_pii=True)``, so what the tools save is scrubbed of PII too;
-    ``None`` (the default) keeps the store's own setting.
+    ``None`` (the default) keeps the store's own setting. ``encryption_key``
+    opens an encrypted store (see :class:`~contextforge.Config`).
     """
     allowed = list(allowed_hosts)
     auth = _auth(http, tokens, token_verifier, auth_settings)
@@ -64,7 +66,12 @@ def serve(
         transport_security(host, allowed)  # a bad allowed host fails here, before opening
     asyncio.run(
         _serve(
-            Config(path=path, scrub_pii=scrub_pii, auth_token=auth_token),
+            Config(
+                path=path,
+                scrub_pii=scrub_pii,
+                auth_token=auth_token,
+                encryption_key=encryption_key,
+            ),
             policy,
             auth,
             http=http,

@@ -166,6 +166,17 @@ impl Memory {
         Ok(frame)
     }
 
+    /// Re-encrypts an encrypted database file with `key` (`Store::rekey`).
+    pub fn rekey(&self, key: crate::store::EncryptionKey) -> Result<()> {
+        self.check_open()?;
+        self.store.rekey(key)
+    }
+
+    /// Whether the database file is encrypted.
+    pub fn is_encrypted(&self) -> bool {
+        self.store.is_encrypted()
+    }
+
     /// The vector graph: (vectors it holds, bytes of memory); (0, 0) when the
     /// store is small enough to scan (`Config::exact_below` vectors or fewer).
     pub fn graph_shape(&self) -> (usize, usize) {

@@ -12,7 +12,7 @@ use super::context::Context;
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
 use super::records::{
-    strings, ConfigRecord, ForgetRecord, ItemRecord, LinkedRecord, ListRecord, LoggedRecord, PatchRecord,
+    strings, ConfigRecord, ForgetRecord, ItemRecord, KeyBytes, LinkedRecord, ListRecord, LoggedRecord, PatchRecord,
     QueryRecord, ReadRecord, ReceiptRecord, Record, ScopeFilter, Text, TimingsRecord,
 };
 use crate::config::Config;
@@ -399,6 +399,17 @@ impl Engine {
     fn sync<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         awaitable(py, move || core.sync())
+    }
+
+    fn rekey<'py>(&self, py: Python<'py>, key: KeyBytes) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.core()?;
+        let key = crate::store::EncryptionKey::new(key.0).map_err(to_py)?;
+        awaitable(py, move || core.rekey(key))
+    }
+
+    #[getter]
+    fn encrypted(&self) -> PyResult<bool> {
+        Ok(self.core()?.is_encrypted())
     }
 
     fn flush<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

@@ -13,6 +13,7 @@ pyo3::import_exception!(contextforge.errors, ClosedError);
 pyo3::import_exception!(contextforge.errors, StorageError);
 pyo3::import_exception!(contextforge.errors, RetryableStorageError);
 pyo3::import_exception!(contextforge.errors, AuthenticationError);
+pyo3::import_exception!(contextforge.errors, EncryptionKeyError);
 pyo3::import_exception!(contextforge.errors, SearchIndexError);
 pyo3::import_exception!(contextforge.errors, IncompatibleStoreError);
 pyo3::import_exception!(contextforge.errors, InternalError);
@@ -27,6 +28,7 @@ pub fn to_py(err: Error) -> PyErr {
         Error::Storage { retryable: true, .. } => RetryableStorageError::new_err(message),
         Error::Storage { retryable: false, .. } | Error::Io(_) => StorageError::new_err(message),
         Error::Unauthorized(_) => AuthenticationError::new_err(message),
+        Error::Encryption(_) => EncryptionKeyError::new_err(message),
         Error::Index(_) => SearchIndexError::new_err(message),
         Error::Incompatible(_) => IncompatibleStoreError::new_err(message),
         Error::Internal(_) => InternalError::new_err(message),

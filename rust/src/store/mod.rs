@@ -12,6 +12,7 @@ mod audit;
 mod change_log;
 mod conn;
 mod dedupe;
+mod encryption;
 mod forget;
 mod group;
 mod literal;
@@ -31,7 +32,7 @@ mod write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use libsql::Database;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use crate::config::Config;
 use crate::entry::{Entry, Micros};
@@ -41,6 +42,7 @@ use conn::Conn;
 
 pub use audit::Logged;
 pub use change_log::Written;
+pub use encryption::EncryptionKey;
 pub use forget::{Forget, Forgotten};
 pub use read::ListFilter;
 pub use reads::Read;
@@ -158,6 +160,10 @@ pub struct Store {
     kind: Kind,
     /// Opened read-only: every write fails with a typed error before it starts.
     read_only: bool,
+    /// An encrypted file's key, given to every connection (`encryption.rs`).
+    key: RwLock<Option<EncryptionKey>>,
+    /// Held (shared) while a connection is in use; `rekey` takes it alone.
+    gate: RwLock<()>,
 }
 
 /// The memory-mapped lookup connection's state.
@@ -216,7 +222,10 @@ impl Store {
                 replica = Some(opened);
                 (db, config.read_only)
             }
-            Kind::File => local::open_file(&config.path, config.read_only)?,
+            Kind::File => {
+                encryption::check_file(&config.path, config.encryption_key.as_ref())?;
+                local::open_file(&config.path, config.read_only)?
+            }
             Kind::Memory => (block_on(libsql::Builder::new_local(&config.path).build())?, false),
         };
         let writer = match &primary {
@@ -224,12 +233,22 @@ impl Store {
             None if kind == Kind::Remote => Conn::remote(db.connect()?, busy_timeout),
             None => Conn::local(db.connect()?, busy_timeout),
         };
-        configure(&writer, busy_timeout, kind, read_only)?;
-        if read_only {
-            schema::check_current(&writer)?;
-        } else {
-            schema::migrate(&writer)?;
-        }
+        let key = config.encryption_key.clone().filter(|_| kind == Kind::File);
+        let first_reads = || -> Result<()> {
+            if let Some(key) = &key {
+                encryption::unlock(&writer, key)?;
+            }
+            configure(&writer, busy_timeout, kind, read_only)?;
+            if read_only {
+                schema::check_current(&writer)
+            } else {
+                schema::migrate(&writer)
+            }
+        };
+        first_reads().map_err(|err| match &key {
+            Some(_) => encryption::refused_key(err, &config.path),
+            None => err,
+        })?;
         if let Some(replica) = &replica {
             // The schema (and everything before this open) is read locally from now on.
             replica.sync(&db)?;
@@ -240,10 +259,13 @@ impl Store {
             replica,
             writer: Mutex::new(writer),
             readers: (kind != Kind::Memory).then(|| Mutex::new(Vec::new())),
-            lookup: (kind == Kind::File).then(|| Mutex::new(Lookup::Unopened)),
+            // Mapped pages would bypass the cipher: an encrypted file is read through it.
+            lookup: (kind == Kind::File && key.is_none()).then(|| Mutex::new(Lookup::Unopened)),
             busy_timeout,
             kind,
             read_only,
+            key: RwLock::new(key),
+            gate: RwLock::new(()),
         })
     }
 
@@ -280,6 +302,9 @@ impl Store {
     /// A read connection (for a replica, to the local replica).
     fn connect(&self) -> Result<Conn> {
         let inner = self.db.connect()?;
+        if let Some(key) = &*self.key.read() {
+            encryption::unlock(&inner, key)?;
+        }
         let conn = match self.kind {
             Kind::Remote => Conn::remote(inner, self.busy_timeout),
             Kind::Replica => Conn::replica(inner, self.busy_timeout),
@@ -309,6 +334,7 @@ impl Store {
         if self.read_only {
             return Err(Error::plain_storage("this store is open read-only: it cannot be changed"));
         }
+        let _open = self.gate.read_recursive();
         let mut conn = self.writer.lock();
         let result = f(&conn);
         if let Some(replica) = &self.replica {
@@ -328,6 +354,7 @@ impl Store {
     /// server, a read that lost its connection is tried once more on a new one:
     /// reads are idempotent.
     fn with_reader<T>(&self, f: impl Fn(&Conn) -> Result<T>) -> Result<T> {
+        let _open = self.gate.read_recursive();
         let Some(pool) = &self.readers else {
             return f(&self.writer.lock());
         };
@@ -359,6 +386,7 @@ impl Store {
     /// reads of a few rows by key.
     fn with_lookup<T>(&self, f: impl Fn(&Conn) -> Result<T>) -> Result<T> {
         let Some(slot) = &self.lookup else { return self.with_reader(f) };
+        let _open = self.gate.read_recursive();
         // A statement of its own, so that the slot's lock is let go before `f` runs.
         let state = std::mem::replace(&mut *slot.lock(), Lookup::Busy);
         let conn = match state {
@@ -441,7 +469,7 @@ fn invalid_op(op: i64) -> Error {
 mod tests {
     use super::*;
 
-    fn entry(content: &str) -> PreparedEntry {
+    pub(super) fn entry(content: &str) -> PreparedEntry {
         PreparedEntry {
             content: content.to_owned(),
             kind: "note".to_owned(),

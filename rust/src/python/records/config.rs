@@ -2,9 +2,11 @@
 //! engine reads, and the engine's defaults in the same shape (`default_config`).
 
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
 
 use super::choice::Parsed;
 use super::text::Text;
+use crate::store::EncryptionKey;
 use crate::config::{Audit, Config, Eviction, Fusion, Hybrid, Mmr, Recency, Retrieval, Scrub, TokenizerSpec};
 
 /// Read by attribute from a `Config` (its `embedder` and `embed_batch_size`
@@ -13,6 +15,8 @@ use crate::config::{Audit, Config, Eviction, Fusion, Hybrid, Mmr, Recency, Retri
 pub struct ConfigRecord {
     path: Text,
     auth_token: Option<Text>,
+    /// Resolved by Python (a callable is called there): `bytes` or `str`.
+    encryption_key: Option<KeyBytes>,
     replica: Option<Text>,
     /// Seconds.
     sync_interval: Option<f64>,
@@ -64,6 +68,7 @@ impl TryFrom<ConfigRecord> for Config {
         Ok(Config {
             path: r.path.0,
             auth_token: r.auth_token.map(String::from),
+            encryption_key: r.encryption_key.map(|k| EncryptionKey::new(k.0)).transpose()?,
             replica: r.replica.map(|path| path.0.into()),
             sync_interval,
             index_dir: r.index_dir.map(|dir| dir.0.into()),
@@ -108,6 +113,7 @@ impl From<Config> for ConfigRecord {
         ConfigRecord {
             path: Text(c.path),
             auth_token: c.auth_token.map(Text),
+            encryption_key: None, // never handed back
             replica: c.replica.map(|path| Text(path.display().to_string())),
             sync_interval: c.sync_interval.map(|d| d.as_secs_f64()),
             index_dir: c.index_dir.map(|dir| Text(dir.display().to_string())),
@@ -149,5 +155,33 @@ impl ConfigRecord {
     /// `None` there (the store's recorded setting, off for a new store).
     pub fn defaults() -> Self {
         Self { scrub_pii: None, ..Config::default().into() }
+    }
+}
+
+/// An encryption key as Python gives it: `bytes`, or a `str` (its UTF-8 bytes).
+pub struct KeyBytes(pub Vec<u8>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for KeyBytes {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(bytes) = obj.cast::<PyBytes>() {
+            return Ok(Self(bytes.as_bytes().to_vec()));
+        }
+        let text = obj.cast::<PyString>()?;
+        match text.to_str() {
+            Ok(text) => Ok(Self(text.as_bytes().to_vec())),
+            Err(err) => Err(super::text::unencodable(obj.py(), "encryption_key", err)),
+        }
+    }
+}
+
+impl<'py> IntoPyObject<'py> for KeyBytes {
+    type Target = PyBytes;
+    type Output = Bound<'py, PyBytes>;
+    type Error = std::convert::Infallible;
+
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        Ok(PyBytes::new(py, &self.0))
     }
 }

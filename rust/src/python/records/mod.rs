@@ -35,7 +35,7 @@ mod results;
 mod scope;
 mod text;
 
-pub use config::ConfigRecord;
+pub use config::{ConfigRecord, KeyBytes};
 pub use forget::{ForgetRecord, ReceiptRecord};
 pub use item::{ItemRecord, ListRecord, PatchRecord};
 pub use query::QueryRecord;
