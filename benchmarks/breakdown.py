@@ -28,7 +28,7 @@ from pathlib import Path
 from contextforge import ContextForge
 from systems.base import rank_and_pack
 from systems.tantivy_sqlite import TantivySqlite
-from workload import Workload, generate
+from workload import Workload, everywhere, generate
 
 
 def cpu_seconds() -> float:
@@ -55,13 +55,13 @@ async def ours(workload: Workload, folder: Path, rounds: int) -> None:
         )
         del items
         for q in workload.queries[:100]:
-            await cf.query(q.text, q.scope, workload.budget, now=workload.now)
+            await cf.query(q.text, everywhere(q.scope), workload.budget, now=workload.now)
         parts: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         for _ in range(rounds):
             for q in workload.queries:
                 start = time.perf_counter()
                 hits = await cf.query(
-                    q.text, q.scope, workload.budget, now=workload.now, explain=True
+                    q.text, everywhere(q.scope), workload.budget, now=workload.now, explain=True
                 )
                 seen = (time.perf_counter() - start) * 1e6
                 assert hits.timings is not None

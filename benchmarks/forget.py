@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from contextforge import Config, ContextForge
-from workload import generate
+from workload import everywhere, generate
 
 
 def files(path: Path) -> dict[str, int]:
@@ -41,11 +41,11 @@ def segments(index: Path) -> int:
 async def query_p50(path: str, queries: list[tuple[str, str | None]]) -> float:
     async with await ContextForge.open(Config(path=path)) as cf:
         for text, scope in queries[:50]:
-            await cf.query(text, scope, 2048)
+            await cf.query(text, everywhere(scope), 2048)
         times = []
         for text, scope in queries:
             started = time.perf_counter()
-            await cf.query(text, scope, 2048)
+            await cf.query(text, everywhere(scope), 2048)
             times.append(time.perf_counter() - started)
     return statistics.median(times)
 

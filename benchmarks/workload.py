@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
+from typing import Any
 
 SEED = 20240611
 VOCAB_SIZE = 50_000
@@ -138,6 +139,15 @@ def generate(size: int, queries: int = 1000, saves: int = 200, seed: int = SEED)
     return Workload(
         seed, size, BUDGET, now, entries, new, _queries(rng, words, scopes, vocab, queries)
     )
+
+
+def everywhere(scope: str | None) -> Any:
+    """A query's scope as contextforge takes it: an unscoped query of the workload
+    searches every scope (``ALL_SCOPES``), where ``None`` would search only the
+    global entries."""
+    from contextforge import ALL_SCOPES
+
+    return ALL_SCOPES if scope is None else scope
 
 
 def save(workload: Workload, path: Path) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from workload import Entry
+from workload import Entry, everywhere
 
 from systems.base import Hit, Id
 
@@ -40,7 +40,7 @@ class ContextForgePy:
         )
 
     async def query(self, text: str, scope: str | None, budget: int, now: float) -> list[Hit]:
-        hits = await self.cf.query(text, scope, budget, now=now)
+        hits = await self.cf.query(text, everywhere(scope), budget, now=now)
         return [Hit(h.id, h.score, h.tokens, h.content) for h in hits]
 
     def query_sync(self, text: str, scope: str | None, budget: int, now: float) -> list[Hit]:
