@@ -168,11 +168,15 @@ def main(argv: list[str]) -> int:
         ("query p50 after a cold open, ms", "cold_query_p50_ms", "{:.3f}"),
         ("files on disk, MB", "files_mb", "{:.1f}"),
     ]
-    print(f"MW-1, {size:,} entries, {queries} queries; encrypted / plain (os: {os.uname().sysname})")
+    print(
+        f"MW-1, {size:,} entries, {queries} queries; encrypted / plain (os: {os.uname().sysname})"
+    )
     print("| measure | plain | encrypted | ratio |\n|---|---|---|---|")
     for label, key, shape in rows:
         ratio = locked[key] / plain[key] if plain[key] else float("nan")
-        print(f"| {label} | {shape.format(plain[key])} | {shape.format(locked[key])} | {ratio:.2f}x |")
+        print(
+            f"| {label} | {shape.format(plain[key])} | {shape.format(locked[key])} | {ratio:.2f}x |"
+        )
     print(
         f"\nThe alternative, an encrypting index directory: reading and decrypting the plain "
         f"store's index ({plain['index_mb']:.1f} MB) takes {plain['index_decrypt_s'] * 1000:.1f} ms, "

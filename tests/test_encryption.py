@@ -233,9 +233,9 @@ async def test_rekey(folder: Path) -> None:
             await plain.rekey("anything")
 
 
-async def test_rekey_is_refused_while_another_process_has_the_store_open(folder: Path) -> None:
-    async with await ContextForge.open(encrypted(folder)) as cf:
-        await cf.save("shared")
+def test_rekey_is_refused_while_another_process_has_the_store_open(folder: Path) -> None:
+    with ContextForgeSync.open(encrypted(folder)) as cf:
+        cf.save("shared")
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD, str(folder / "memory.db"), KEY],
         stdout=subprocess.PIPE,
@@ -244,16 +244,16 @@ async def test_rekey_is_refused_while_another_process_has_the_store_open(folder:
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
-        async with await ContextForge.open(encrypted(folder, busy_timeout_ms=200)) as cf:
+        with ContextForgeSync.open(encrypted(folder, busy_timeout_ms=200)) as cf:
             with pytest.raises(RetryableStorageError, match="another process"):
-                await cf.rekey("new")
-            assert await cf.count(None) == 1
-            await cf.save("still writable")
+                cf.rekey("new")
+            assert cf.count(None) == 1
+            cf.save("still writable")
     finally:
         holder.kill()
         holder.communicate()
-    async with await ContextForge.open(encrypted(folder)) as cf:
-        assert await cf.count(None) == 2
+    with ContextForgeSync.open(encrypted(folder)) as cf:
+        assert cf.count(None) == 2
 
 
 HOLD = """
@@ -330,7 +330,10 @@ def test_the_cli_takes_the_key_from_the_environment_or_a_file(folder: Path) -> N
             check=False,
         )
 
-    for env in ({"CONTEXTFORGE_ENCRYPTION_KEY": KEY}, {"CONTEXTFORGE_ENCRYPTION_KEY_FILE": str(key_file)}):
+    for env in (
+        {"CONTEXTFORGE_ENCRYPTION_KEY": KEY},
+        {"CONTEXTFORGE_ENCRYPTION_KEY_FILE": str(key_file)},
+    ):
         found = cli("query", "vault code", "--scope", "s", **env)
         assert found.returncode == 0, found.stderr
         assert "blue folder" in found.stdout and KEY not in found.stdout + found.stderr

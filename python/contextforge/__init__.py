@@ -16,10 +16,10 @@ from .config import Config
 from .distill.run import DistillResult, SavedItem
 from .errors import (
     AuthenticationError,
-    EncryptionKeyError,
     ClosedError,
     ContextForgeError,
     EmbedderMismatchError,
+    EncryptionKeyError,
     IncompatibleStoreError,
     InternalError,
     InvalidInputError,
@@ -68,7 +68,6 @@ __all__ = [
     "ALL_SCOPES",
     "AllScopes",
     "AuthenticationError",
-    "EncryptionKeyError",
     "Change",
     "ClosedError",
     "Config",
@@ -79,6 +78,7 @@ __all__ = [
     "DistillResult",
     "Embedder",
     "EmbedderMismatchError",
+    "EncryptionKeyError",
     "Forgotten",
     "Hit",
     "Hits",

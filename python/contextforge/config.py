@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Literal, Union
 
 from ._vectors import Embedder
@@ -13,7 +13,7 @@ __all__ = ["Config", "EncryptionKey", "resolve_key"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: A key, or a function returning one (read from a keyring or a KMS when the store opens).
-EncryptionKey = Union[str, bytes, Callable[[], Union[str, bytes]]]
+EncryptionKey = str | bytes | Callable[[], str | bytes]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,9 +12,9 @@ __all__ = [
     "KEY_FILE_VAR",
     "KEY_VAR",
     "TOKEN_VAR",
-    "encryption_key",
     "default_db",
     "describe",
+    "encryption_key",
     "file_sizes",
     "is_url",
     "prepare_db",
@@ -47,7 +47,9 @@ def encryption_key() -> bytes | str | None:
     try:
         data = Path(key_file).read_bytes()
     except OSError as err:
-        raise CliError(f"cannot read the key file {key_file!r} ({KEY_FILE_VAR}): {err.strerror}") from None
+        raise CliError(
+            f"cannot read the key file {key_file!r} ({KEY_FILE_VAR}): {err.strerror}"
+        ) from None
     data = data[:-1] if data.endswith(b"\n") else data
     if not data:
         raise CliError(f"the key file {key_file!r} ({KEY_FILE_VAR}) is empty")
