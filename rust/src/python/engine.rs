@@ -12,8 +12,8 @@ use super::context::Context;
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
 use super::records::{
-    strings, ConfigRecord, ForgetRecord, ItemRecord, KeyBytes, LinkedRecord, ListRecord, LoggedRecord, PatchRecord,
-    QueryRecord, ReadRecord, ReceiptRecord, Record, ScopeFilter, Text, TimingsRecord,
+    strings, ConfigRecord, ForgetRecord, ItemRecord, KeyBytes, LinkedRecord, ListRecord, LoggedRecord,
+    PatchRecord, QueryRecord, ReadRecord, ReceiptRecord, Record, ScopeFilter, Text, TimingsRecord,
 };
 use crate::config::Config;
 use crate::distill::{ExtractOptions, Message};

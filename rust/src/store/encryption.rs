@@ -13,7 +13,6 @@
 use std::fmt;
 use std::io::Read;
 
-
 use zeroize::Zeroizing;
 
 use super::conn::Conn;

@@ -6,8 +6,8 @@ use pyo3::types::{PyBytes, PyString};
 
 use super::choice::Parsed;
 use super::text::Text;
-use crate::store::EncryptionKey;
 use crate::config::{Audit, Config, Eviction, Fusion, Hybrid, Mmr, Recency, Retrieval, Scrub, TokenizerSpec};
+use crate::store::EncryptionKey;
 
 /// Read by attribute from a `Config` (its `embedder` and `embed_batch_size`
 /// stay in Python); written as a dict by `default_config`.
