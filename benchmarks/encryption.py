@@ -6,9 +6,8 @@ usage: python benchmarks/encryption.py [--size N] [--smoke] [--out DIR]
 Each store is measured in its own subprocesses: a load phase (ingest in
 ``save_many`` calls of 1,000, then single saves and queries on the warm handle),
 then a cold phase in a new process (open and first query, then the query p50
-again). An encrypted store keeps its search index in RAM and rebuilds it from
-the database on open, so its cold open grows with the store; a plain one opens
-its index from disk.
+again). An encrypted store's index files are sealed: opening it reads and
+decrypts them into memory, where a plain store maps its index from disk.
 """
 
 from __future__ import annotations
@@ -101,30 +100,6 @@ def phase(name: str, path: Path, encrypted: bool, size: int, queries: int) -> di
     return result
 
 
-def index_decrypt(index: Path) -> dict[str, float]:
-    """What an encrypting index directory (the alternative to a RAM index) would
-    pay on open at least: reading and AES-256-GCM-decrypting every index file, in
-    1 MiB chunks, to serve tantivy's reads from memory (ciphertext cannot be
-    mapped). Measured on the plain store's own index."""
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-    aead, nonce = AESGCM(AESGCM.generate_key(bit_length=256)), b"\0" * 12
-    files = [p for p in index.rglob("*") if p.is_file()]
-    sealed = [[aead.encrypt(nonce, chunk, None) for chunk in chunks(p.read_bytes())] for p in files]
-    begun = time.perf_counter()
-    for path, parts in zip(files, sealed):
-        path.read_bytes()  # the read, as the directory would do it
-        b"".join(aead.decrypt(nonce, part, None) for part in parts)
-    return {
-        "index_mb": sum(p.stat().st_size for p in files) / 1e6,
-        "index_decrypt_s": time.perf_counter() - begun,
-    }
-
-
-def chunks(data: bytes, size: int = 1 << 20) -> list[bytes]:
-    return [data[i : i + size] for i in range(0, len(data), size)] or [b""]
-
-
 def folder_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
 
@@ -155,8 +130,6 @@ def main(argv: list[str]) -> int:
             measured = phase("load", path, encrypted, size, queries)
             measured.update(phase("cold", path, encrypted, size, queries))
             measured["files_mb"] = folder_mb(folder)
-            if not encrypted:
-                measured.update(index_decrypt(folder / "memory.db.index"))
             results["encrypted" if encrypted else "plain"] = measured
 
     plain, locked = results["plain"], results["encrypted"]
@@ -177,11 +150,6 @@ def main(argv: list[str]) -> int:
         print(
             f"| {label} | {shape.format(plain[key])} | {shape.format(locked[key])} | {ratio:.2f}x |"
         )
-    print(
-        f"\nThe alternative, an encrypting index directory: reading and decrypting the plain "
-        f"store's index ({plain['index_mb']:.1f} MB) takes {plain['index_decrypt_s'] * 1000:.1f} ms, "
-        f"on top of its {plain['cold_open_s']:.2f} s cold open, and holds it all in memory."
-    )
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "encryption.json").write_text(

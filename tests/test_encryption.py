@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,6 +57,17 @@ def leaked(folder: Path, markers: list[str]) -> list[tuple[str, str]]:
     return found
 
 
+def assert_sealed(index: Path) -> None:
+    """Every file of the index folder is sealed (AES-256-GCM), but for empty lock
+    files and the clean-close mark, which holds the last commit's stamp."""
+    assert index.is_dir()
+    files = [p for p in index.rglob("*") if p.is_file()]
+    assert any(p.name == "meta.json" for p in files)
+    for path in files:
+        data = path.read_bytes()
+        assert not data or path.name == "closed-cleanly" or data.startswith(b"CFSEAL1\0"), path
+
+
 def digests(folder: Path) -> dict[str, str]:
     return {name: hashlib.sha256(data).hexdigest() for name, data in folder_bytes(folder).items()}
 
@@ -98,7 +110,7 @@ async def test_no_file_holds_a_saved_text_and_the_key_finds_them_again(folder: P
         await fill(cf, MARKERS)
         await cf.flush()
     assert leaked(folder, MARKERS) == []
-    assert not (folder / "memory.db.index").exists()  # the index never touches the disk
+    assert_sealed(folder / "memory.db.index")
     plain = folder.parent / "plain"
     plain.mkdir()
     async with await ContextForge.open(
@@ -208,10 +220,39 @@ async def test_encryption_applies_to_files_only(config: Config) -> None:
         await ContextForge.open(config)
 
 
-async def test_an_encrypted_store_takes_no_index_dir(folder: Path) -> None:
-    with pytest.raises(InvalidInputError, match="index_dir"):
-        await ContextForge.open(encrypted(folder, index_dir=str(folder / "idx")))
-    assert list(folder.iterdir()) == []
+async def test_an_index_dir_elsewhere_is_sealed_too(folder: Path) -> None:
+    elsewhere = folder.parent / "cache" / "idx"
+    async with await ContextForge.open(encrypted(folder, index_dir=str(elsewhere))) as cf:
+        await fill(cf, MARKERS)
+    assert_sealed(elsewhere)
+    assert leaked(folder.parent, MARKERS) == []
+    async with await ContextForge.open(encrypted(folder, index_dir=str(elsewhere))) as cf:
+        assert any(MARKERS[3] in h.content for h in await cf.query(MARKERS[3], "team:a"))
+
+
+async def test_a_damaged_or_foreign_sealed_index_is_rebuilt(folder: Path) -> None:
+    async with await ContextForge.open(encrypted(folder)) as cf:
+        await fill(cf, MARKERS)
+    index = folder / "memory.db.index"
+    biggest = max((p for p in index.iterdir() if p.is_file()), key=lambda p: p.stat().st_size)
+    data = bytearray(biggest.read_bytes())
+    data[len(data) // 2] ^= 0x40  # one flipped bit: the file no longer opens
+    biggest.write_bytes(bytes(data))
+    async with await ContextForge.open(encrypted(folder)) as cf:
+        for marker in (MARKERS[5], MARKERS[30]):
+            assert any(marker in h.content for h in await cf.query(marker, ALL_SCOPES))
+    # Another encrypted store's index (sealed under its own key) in this one's place.
+    other = folder.parent / "other"
+    other.mkdir()
+    async with await ContextForge.open(encrypted(other)) as cf:
+        await cf.save("another tenant's memory", scope="team:a")
+    shutil.rmtree(index)
+    shutil.copytree(other / "memory.db.index", index)
+    async with await ContextForge.open(encrypted(folder)) as cf:
+        hits = await cf.query("memory", ALL_SCOPES)
+        assert all("another tenant" not in h.content for h in hits)
+        assert any(MARKERS[22] in h.content for h in await cf.query(MARKERS[22], "team:a"))
+    assert_sealed(index)
 
 
 async def test_rekey(folder: Path) -> None:

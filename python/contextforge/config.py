@@ -31,9 +31,9 @@ class Config:
         encryption_key: Encrypts the database file at rest (AES-256): a ``str``
             or ``bytes`` key, or a callable returning one, called when the store
             opens (a keyring, a KMS). Every page of the database and its WAL is
-            encrypted, vectors and the change log included, and the search index
-            is kept in RAM, rebuilt from the database on open, so no file holds
-            plaintext. A wrong key, none for an encrypted store, or one for a plain
+            encrypted, vectors and the change log included, and every file of the
+            search index is sealed (AES-256-GCM) under a key kept in the
+            database, so no file holds plaintext. A wrong key, none for an encrypted store, or one for a plain
             store raises ``EncryptionKeyError`` and changes nothing. Local files
             only; left out of ``repr()``. See docs/safety.md.
         replica: With a server ``path``: the path of a local file kept in sync with

@@ -184,7 +184,7 @@ pub struct Config {
     /// The token a libSQL server authenticates with; unused for local files.
     pub auth_token: Option<String>,
     /// Encrypts a database file at rest (`store/encryption.rs`); its search
-    /// index is then kept in RAM and rebuilt from the database on open.
+    /// index is then sealed too (`index/sealed.rs`).
     pub encryption_key: Option<crate::store::EncryptionKey>,
     /// With a server `path`: a local libSQL file kept in sync with the server
     /// (an embedded replica). Reads come from it; writes go to the server.
@@ -423,9 +423,10 @@ impl Config {
                      side, and \":memory:\" is never written",
                 ));
             }
-            if self.index_dir.is_some() {
+            if !cfg!(feature = "encryption") {
                 return Err(Error::invalid(
-                    "an encrypted store keeps its search index in RAM: index_dir must not be given",
+                    "this build has no encryption at rest (feature \"encryption\"): encryption_key \
+                     would be ignored",
                 ));
             }
         }
@@ -434,9 +435,6 @@ impl Config {
 
     /// The directory of the persistent index, or `None` for an in-RAM index.
     pub fn resolved_index_dir(&self) -> Option<PathBuf> {
-        if self.encryption_key.is_some() {
-            return None; // no derived file may hold an encrypted store's text
-        }
         match (&self.index_dir, self.is_memory(), self.is_remote()) {
             // An index names no database: keying it by the URL keeps one server's
             // index from being read as another's.

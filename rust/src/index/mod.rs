@@ -26,6 +26,7 @@ mod segments;
 mod stats;
 mod stem;
 pub mod tail;
+mod sealed;
 mod unsynced;
 mod vectors;
 mod worker;

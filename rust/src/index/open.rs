@@ -16,6 +16,7 @@ use tantivy::{Index, ReloadPolicy};
 use super::health::{shielded, Health};
 use super::identity::Stamp;
 use super::tail::Tail;
+use super::sealed::Sealed;
 use super::unsynced::Unsynced;
 use super::{clean, open_writer, schema, Follow, SearchIndex, View};
 use crate::error::{Error, Result};
@@ -84,7 +85,7 @@ impl SearchIndex {
     fn open_dir(dir: &Path, store: &Arc<Store>, database: &str, head: i64) -> Result<Opened> {
         let (schema, _) = schema::build();
         std::fs::create_dir_all(dir)?;
-        let index = Index::open_or_create(Unsynced::open(dir)?, schema)?;
+        let index = Index::open_or_create(directory(dir, store)?, schema)?;
         let metas = index.load_metas()?;
         let (committed, payload) = match metas.payload {
             // A new index: nothing in it to trust or distrust.
@@ -115,7 +116,7 @@ impl SearchIndex {
 
     /// A new, empty index at `dir` (whatever was there is deleted) or in RAM.
     fn create(dir: Option<&Path>, store: &Arc<Store>, database: &str) -> Result<Self> {
-        Self::from_index(fresh(dir)?, 0, Health::sound(), store, database)
+        Self::from_index(fresh(dir, store)?, 0, Health::sound(), store, database)
     }
 
     /// `index` with its writer (this process's lock on a directory), reader and
@@ -181,7 +182,7 @@ impl SearchIndex {
         // Released first: the old writer holds the directory's lock.
         drop(guard.take());
         let rebuilt = shielded("rebuilding the search index", || {
-            let index = fresh(self.dir.as_deref())?;
+            let index = fresh(self.dir.as_deref(), store)?;
             open_parts(&index)
         });
         let (writer, reader, view) = match rebuilt {
@@ -210,8 +211,16 @@ enum Opened {
     Untrusted(String),
 }
 
+/// The index directory at `dir`: sealed for an encrypted store (`sealed.rs`).
+fn directory(dir: &Path, store: &Store) -> Result<Box<dyn tantivy::Directory>> {
+    Ok(match store.index_key()? {
+        Some(key) => Box::new(Sealed::open(dir, &key)?),
+        None => Box::new(Unsynced::open(dir)?),
+    })
+}
+
 /// Deletes whatever is at `dir` and creates an empty index there (or in RAM).
-fn fresh(dir: Option<&Path>) -> Result<Index> {
+fn fresh(dir: Option<&Path>, store: &Store) -> Result<Index> {
     let (schema, _) = schema::build();
     let Some(dir) = dir else { return Ok(Index::create_in_ram(schema)) };
     match std::fs::symlink_metadata(dir) {
@@ -220,7 +229,7 @@ fn fresh(dir: Option<&Path>) -> Result<Index> {
         Err(_) => {}
     }
     std::fs::create_dir_all(dir)?;
-    Ok(Index::create(Unsynced::open(dir)?, schema, tantivy::IndexSettings::default())?)
+    Ok(Index::create(directory(dir, store)?, schema, tantivy::IndexSettings::default())?)
 }
 
 /// The writer, reader and committed view of `index`, refused when its schema

@@ -50,7 +50,8 @@ impl SearchIndex {
     /// Reads the graph saved beside the index, if it checks out against this
     /// database and the vectors just loaded.
     pub(super) fn load_graph(&self) {
-        let Some(dir) = &self.dir else { return };
+        let Some(dir) = self.graph_dir() else { return };
+        let dir = &dir;
         let mut dense = self.dense.write();
         if dense.len() <= self.exact_below() {
             graph_file::remove(dir);
@@ -69,6 +70,13 @@ impl SearchIndex {
         *self.graph.write() = Some(graph);
     }
 
+    /// Where the graph is saved: beside the index, but never for an encrypted
+    /// store (usearch writes its vectors in clear), whose graph is built again
+    /// in the background after each open.
+    fn graph_dir(&self) -> Option<std::path::PathBuf> {
+        self.dir.clone().filter(|_| !self.store.is_encrypted())
+    }
+
     /// Builds the graph until it holds every vector (when the store has one).
     pub fn catch_up_graph(&self) -> Result<()> {
         let threads = crate::runtime::cores().clamp(1, 2);
@@ -78,7 +86,8 @@ impl SearchIndex {
 
     /// Saves the graph beside the index (at a clean close).
     pub(super) fn save_graph(&self) {
-        let Some(dir) = &self.dir else { return };
+        let Some(dir) = self.graph_dir() else { return };
+        let dir = &dir;
         // Not beside a step of a `flush` on another thread: usearch reads
         // every node to save it.
         let _between_steps = self.graph_steps.lock();

@@ -107,7 +107,38 @@ pub(super) fn refused_key(err: Error, path: &str) -> Error {
     }
 }
 
+/// The `meta` key of an encrypted store's search-index key.
+const INDEX_KEY: &str = "index_key";
+
 impl Store {
+    /// The key that seals an encrypted store's search index (`index/sealed.rs`):
+    /// 32 random bytes made on first use and kept in `meta`, inside the
+    /// encrypted database; `None` for a plain store (or a read-only one that
+    /// has none yet).
+    pub fn index_key(&self) -> Result<Option<Zeroizing<Vec<u8>>>> {
+        if !self.is_encrypted() {
+            return Ok(None);
+        }
+        if self.meta(INDEX_KEY)?.is_none() && !self.read_only {
+            self.with_writer(|conn| {
+                block_on(async {
+                    conn.execute(
+                        "INSERT INTO meta (key, value) VALUES (?1, lower(hex(randomblob(32)))) \
+                         ON CONFLICT (key) DO NOTHING",
+                        [INDEX_KEY],
+                    )
+                    .await?;
+                    Ok(())
+                })
+            })?;
+        }
+        let Some(hex) = self.meta(INDEX_KEY)?.map(Zeroizing::new) else { return Ok(None) };
+        let bytes: Option<Vec<u8>> = (hex.len() == 64)
+            .then(|| (0..32).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()).collect())
+            .flatten();
+        bytes.map(|b| Some(Zeroizing::new(b))).ok_or_else(|| Error::Internal("meta index_key is not 32 hex bytes".into()))
+    }
+
     /// Whether the database file is encrypted.
     pub fn is_encrypted(&self) -> bool {
         self.key.read().is_some()
