@@ -15,8 +15,8 @@ use tantivy::{Index, ReloadPolicy};
 
 use super::health::{shielded, Health};
 use super::identity::Stamp;
-use super::tail::Tail;
 use super::sealed::Sealed;
+use super::tail::Tail;
 use super::unsynced::Unsynced;
 use super::{clean, open_writer, schema, Follow, SearchIndex, View};
 use crate::error::{Error, Result};

@@ -136,7 +136,9 @@ impl Store {
         let bytes: Option<Vec<u8>> = (hex.len() == 64)
             .then(|| (0..32).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()).collect())
             .flatten();
-        bytes.map(|b| Some(Zeroizing::new(b))).ok_or_else(|| Error::Internal("meta index_key is not 32 hex bytes".into()))
+        bytes
+            .map(|b| Some(Zeroizing::new(b)))
+            .ok_or_else(|| Error::Internal("meta index_key is not 32 hex bytes".into()))
     }
 
     /// Whether the database file is encrypted.
