@@ -35,9 +35,6 @@ use super::unsynced::Unsynced;
 /// What every sealed file starts with, before its nonce.
 const MAGIC: &[u8; 8] = b"CFSEAL1\0";
 
-/// The index key's length: AES-256.
-pub const KEY_LEN: usize = 32;
-
 /// An `Unsynced` directory whose files are sealed; see the module docs.
 #[derive(Clone)]
 pub struct Sealed {
@@ -216,7 +213,7 @@ mod tests {
     use super::*;
 
     fn key(byte: u8) -> Zeroizing<Vec<u8>> {
-        Zeroizing::new(vec![byte; KEY_LEN])
+        Zeroizing::new(vec![byte; 32]) // AES-256
     }
 
     fn write(dir: &Sealed, name: &str, data: &[u8]) {
