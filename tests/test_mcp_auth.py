@@ -32,7 +32,7 @@ from contextforge.mcp_server.http import InsecureBind, check_bind
 from contextforge.mcp_server.policy import ScopePolicy
 
 from .test_mcp import SERVER, refused, result
-from .test_mcp_http import INITIALIZE, free_port, http_server, leaves, mcp_session
+from .test_mcp_http import INITIALIZE, free_port, http_server, leaves, mcp_session, serving
 
 
 def token() -> str:
@@ -81,6 +81,11 @@ async def post_initialize(port: int, headers: dict[str, str]) -> httpx.Response:
         )
 
 
+def assert_no_token_logged(db: Path, tokens: dict[str, str]) -> None:
+    log = (db.parent / "http.log").read_text()
+    assert not any(t in log for t in tokens.values())
+
+
 def bearer(value: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {value}"}
 
@@ -116,8 +121,7 @@ async def test_each_token_sees_only_its_own_scopes(
             listed = await result(alice, "list_scopes")
             assert listed["scopes"] == [{"scope": "user:alice", "entries": 1}]
             assert (await result(alice, "get_memory", id=mine["id"]))["content"].startswith("alice")
-    log = (db.parent / "http.log").read_text()
-    assert not any(t in log for t in tokens.values())
+    assert_no_token_logged(db, tokens)
 
 
 async def test_missing_wrong_and_expired_tokens_get_401(
@@ -143,8 +147,7 @@ async def test_missing_wrong_and_expired_tokens_get_401(
             async with mcp_session(port, token=tokens["expired"]):
                 pass
         assert leaves(refusal.value)  # the official client fails to connect at all
-    log = (db.parent / "http.log").read_text()
-    assert not any(t in log for t in tokens.values())
+    assert_no_token_logged(db, tokens)
 
 
 async def test_a_session_is_bound_to_the_token_that_opened_it(
@@ -203,9 +206,8 @@ async def test_sighup_rotates_the_tokens_without_dropping_other_clients(
         await anyio.sleep(1)
         assert (await post_initialize(port, bearer(tokens["carol"]))).status_code == 200
         await result(bob, "search_memory", query="rotation", scope="team:b:x")
-    log = (db.parent / "http.log").read_text()
-    assert "kept the previous tokens" in log
-    assert not any(t in log for t in tokens.values())
+    assert "kept the previous tokens" in (db.parent / "http.log").read_text()
+    assert_no_token_logged(db, tokens)
 
 
 def server_pid(port: int) -> int:
@@ -272,14 +274,7 @@ def test_tokens_flag_conflicts_are_refused(
     db: Path, token_file: Path, tmp_path: Path, flags: list[str]
 ) -> None:
     given = [f.format(file=token_file, missing=tmp_path / "missing.json") for f in flags]
-    started = subprocess.run(
-        [sys.executable, *SERVER, "--db", str(db), *given, "--port", str(free_port())],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+    started = run(db, *given, "--port", str(free_port()))
     assert started.returncode == 2, started.stderr
     assert started.stderr.startswith("Error: ")
     assert not db.exists()
@@ -358,23 +353,8 @@ async def oauth_server(tmp_path: Path, key: str, issuer: str) -> AsyncIterator[i
             stdout=out,
             stderr=out,
         )
-    try:
-        with anyio.fail_after(60):
-            while True:
-                try:
-                    async with httpx.AsyncClient() as client:
-                        await client.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
-                    break
-                except httpx.TransportError:
-                    assert server.returncode is None, log.read_text()
-                    await anyio.sleep(0.2)
+    async with serving(server, port, log):
         yield port
-    finally:
-        if server.returncode is None:
-            server.terminate()
-        with anyio.fail_after(30):
-            await server.wait()
-        await server.aclose()
 
 
 async def test_an_oauth_token_verifier_maps_claims_to_scopes(tmp_path: Path) -> None:

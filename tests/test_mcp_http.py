@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from anyio.abc import Process
 from contextforge import ContextForge, __version__
 from contextforge.mcp_server import ScopePolicy, build_server
 from contextforge.mcp_server.compat import MCP2
@@ -68,6 +69,14 @@ async def http_server(
             stdout=out,
             stderr=out,
         )
+    async with serving(server, port, log):
+        yield port
+
+
+@asynccontextmanager
+async def serving(server: Process, port: int, log: Path) -> AsyncIterator[None]:
+    """Waits until ``server`` answers HTTP on ``port`` (its output in ``log``),
+    and stops it afterwards."""
     try:
         with anyio.fail_after(60):
             while True:
@@ -78,7 +87,7 @@ async def http_server(
                 except httpx.TransportError:
                     assert server.returncode is None, log.read_text()
                     await anyio.sleep(0.2)
-        yield port
+        yield
     finally:
         if server.returncode is None:
             server.terminate()

@@ -60,8 +60,11 @@ impl fmt::Debug for EncryptionKey {
 /// Refuses a key for a plain file, and no key for an encrypted one (or for a
 /// file that is not a database at all), before the file is opened.
 pub(super) fn check_file(path: &str, key: Option<&EncryptionKey>) -> Result<()> {
+    if !std::path::Path::new(path).is_file() {
+        return Ok(()); // new, or a directory (refused when opened, with its own message)
+    }
     let mut head = [0u8; 16];
-    let Ok(mut file) = std::fs::File::open(path) else { return Ok(()) }; // new, or not readable
+    let Ok(mut file) = std::fs::File::open(path) else { return Ok(()) }; // not readable
     let mut read = 0;
     while read < head.len() {
         match file.read(&mut head[read..]) {
@@ -119,20 +122,11 @@ impl Store {
         if !self.is_encrypted() {
             return Ok(None);
         }
-        if self.meta(INDEX_KEY)?.is_none() && !self.read_only {
-            self.with_writer(|conn| {
-                block_on(async {
-                    conn.execute(
-                        "INSERT INTO meta (key, value) VALUES (?1, lower(hex(randomblob(32)))) \
-                         ON CONFLICT (key) DO NOTHING",
-                        [INDEX_KEY],
-                    )
-                    .await?;
-                    Ok(())
-                })
-            })?;
-        }
-        let Some(hex) = self.meta(INDEX_KEY)?.map(Zeroizing::new) else { return Ok(None) };
+        let hex = match self.meta(INDEX_KEY)? {
+            Some(hex) => Zeroizing::new(hex),
+            None if self.read_only => return Ok(None),
+            None => Zeroizing::new(self.random_meta(INDEX_KEY, 32)?),
+        };
         let bytes: Option<Vec<u8>> = (hex.len() == 64)
             .then(|| (0..32).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()).collect())
             .flatten();

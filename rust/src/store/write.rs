@@ -259,24 +259,29 @@ impl Store {
     /// A random 64-bit secret kept in `meta` under `name`, made on first use from
     /// SQLite's `randomblob` (the OS's randomness) and the same ever after.
     pub fn secret(&self, name: &str) -> Result<u64> {
+        let hex = self.random_meta(name, 8)?;
+        u64::from_str_radix(&hex, 16)
+            .map_err(|_| Error::Internal(format!("meta {name:?} is not a 64-bit hex secret")))
+    }
+
+    /// `bytes` random bytes kept in `meta` under `name` as lowercase hex: made
+    /// on first use from SQLite's `randomblob`, the same ever after.
+    pub(super) fn random_meta(&self, name: &str, bytes: u32) -> Result<String> {
         if let Some(hex) = self.meta(name)? {
-            return u64::from_str_radix(&hex, 16)
-                .map_err(|_| Error::Internal(format!("meta {name:?} is not a 64-bit hex secret")));
+            return Ok(hex);
         }
         self.with_writer(|conn| {
             block_on(async {
                 conn.execute(
-                    "INSERT INTO meta (key, value) VALUES (?1, lower(hex(randomblob(8)))) \
+                    "INSERT INTO meta (key, value) VALUES (?1, lower(hex(randomblob(?2)))) \
                      ON CONFLICT (key) DO NOTHING",
-                    [name],
+                    libsql::params![name, bytes],
                 )
                 .await?;
                 Ok(())
             })
         })?;
-        let hex = self.meta(name)?.ok_or_else(|| Error::Internal(format!("meta {name:?} was not kept")))?;
-        u64::from_str_radix(&hex, 16)
-            .map_err(|_| Error::Internal(format!("meta {name:?} is not a 64-bit hex secret")))
+        self.meta(name)?.ok_or_else(|| Error::Internal(format!("meta {name:?} was not kept")))
     }
 
     /// Deletes the entries that exist; returns `(id, seq)` for each one deleted.
