@@ -297,6 +297,50 @@ def test_rekey_is_refused_while_another_process_has_the_store_open(folder: Path)
         assert cf.count(None) == 2
 
 
+SAVER = """
+import sys
+from contextforge import Config, ContextForgeSync
+with ContextForgeSync.open(Config(path=sys.argv[1], encryption_key=sys.argv[2])) as cf:
+    done = 0
+    while True:
+        cf.save_many({"content": f"acknowledged {done + i} before the crash", "scope": "s"}
+                     for i in range(200))
+        done += 200
+        print(done, flush=True)
+"""
+
+
+def test_a_wrong_key_after_a_crash_damages_nothing(folder: Path) -> None:
+    """A crash leaves committed pages in the WAL; opening with a wrong key must not
+    roll them into the file through the wrong key (a writable connection would, as
+    it closes), nor lose them."""
+    path = str(folder / "memory.db")
+    child = subprocess.Popen(
+        [sys.executable, "-c", SAVER, path, KEY], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    acknowledged = 0
+    while acknowledged < 3000:
+        acknowledged = int(child.stdout.readline())
+    child.send_signal(signal.SIGKILL)
+    child.communicate()
+    assert (folder / "memory.db-wal").stat().st_size > 0
+
+    def files() -> dict[str, str]:
+        """The database and its WAL; the wal-index (-shm) is rebuilt by whoever opens."""
+        return {k: v for k, v in digests(folder).items() if not k.endswith("-shm")}
+
+    before = files()
+    for wrong in ("wrong key", KEY + "x", KEY[:-1]):
+        with pytest.raises(EncryptionKeyError):
+            ContextForgeSync.open(Config(path=path, encryption_key=wrong))
+        assert files() == before, "a wrong key changed the database or its WAL"
+    with ContextForgeSync.open(Config(path=path, encryption_key=KEY)) as cf:
+        assert cf.count("s") >= acknowledged
+        found = cf.query(f"acknowledged {acknowledged - 1} before", "s")
+        assert any(h.content == f"acknowledged {acknowledged - 1} before the crash" for h in found)
+
+
 HOLD = """
 import sys
 from contextforge import Config, ContextForgeSync
@@ -339,7 +383,8 @@ def test_a_sigkill_during_rekey_leaves_the_old_key_or_the_new(folder: Path) -> N
         child.send_signal(signal.SIGKILL)
         child.communicate()
         opened: list[str] = []
-        for key in (current, new):
+        # The new key first: trying a key must never damage a file under the other.
+        for key in (new, current):
             try:
                 with ContextForgeSync.open(Config(path=path, encryption_key=key)) as cf:
                     assert cf.count("s") == total
@@ -347,6 +392,7 @@ def test_a_sigkill_during_rekey_leaves_the_old_key_or_the_new(folder: Path) -> N
             except EncryptionKeyError:
                 pass
         assert len(opened) == 1, (delay, opened, os.listdir(folder))
+        assert not (folder / "memory.db.rekey").exists()  # a killed rekey's copy is cleared
         outcomes.append(opened[0] == new)
         current = opened[0]
     assert outcomes[-1], "the rekey given five seconds never finished"

@@ -238,7 +238,7 @@ def server_pid(port: int) -> int:
     [
         ("{not json", "is not JSON"),
         ("[]", "must be a JSON object"),
-        ("{}", "must be a JSON object"),
+        ({"T" * 20: {"scopes": ["user:a"], "expires_at": 0}}, "positive Unix time"),
         ({"short-token": {"scopes": ["user:a"]}}, "at least 16 characters"),
         ({"T" * 20: {"scopes": ["user:*"]}}, "wildcard"),
         ({"T" * 20: {}}, "give the scopes"),
@@ -310,6 +310,12 @@ async def test_the_token_file_compares_whole_tokens(tmp_path: Path) -> None:
     assert secret not in repr(verified) and secret not in repr(verifier)
     for wrong in (secret[:-1], secret + "a", secret.upper(), "", " " + secret):
         assert await verifier.verify_token(wrong) is None
+    # Expired by the file's own clock check, whatever the SDK does with the time.
+    write_tokens(tmp_path / "t.json", {secret: {"scopes": ["user:a"], "expires_at": 1}})
+    assert verifier.reload() and await verifier.verify_token(secret) is None
+    # An empty file revokes everyone (a reload that fails would keep the tokens).
+    write_tokens(tmp_path / "t.json", {})
+    assert verifier.reload() and len(verifier) == 0
     with pytest.raises(TokenFileError):
         TokenFile(tmp_path / "missing.json")
 

@@ -688,9 +688,10 @@ class ContextForge(Lineage, Distilling, Selecting):
         store must not be open in another process (``RetryableStorageError`` then,
         with nothing changed).
 
-        The pages are rewritten in one transaction: a crash or SIGKILL midway
-        leaves a store that opens with the old key or with the new one, so keep
-        both until this returns. ``EncryptionKeyError`` for a plain store.
+        A copy is written under the new key and renamed over the file: a crash or
+        SIGKILL midway leaves a store that opens with the old key or with the new
+        one, so keep both until this returns. It needs disk space for the copy.
+        ``EncryptionKeyError`` for a plain store.
         """
         await self._engine.rekey(resolve_key(new_key))
         self._config = dataclasses.replace(self._config, encryption_key=new_key)

@@ -22,7 +22,8 @@ a JSON object mapping each token to its policy, in the stdio flags' vocabulary::
 Only the tokens' SHA-256 digests are kept; a presented token is compared with every
 one in constant time; no token is logged or echoed, and errors about the file name
 entries by position or ``name``, never by token. :meth:`TokenFile.reload` (on SIGHUP)
-re-reads the file; a file that no longer loads keeps the previous tokens.
+re-reads the file; a file that no longer loads keeps the previous tokens (and
+says why in the log), and ``{}`` revokes every token.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import json
 import logging
 import os
 import stat
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -213,7 +215,7 @@ class TokenFile:
         for entry in self._entries:  # every entry, whichever matches: constant time
             if hmac.compare_digest(entry.digest, digest):
                 found = entry
-        if found is None:
+        if found is None or (found.expires_at is not None and found.expires_at <= time.time()):
             return None
         return AccessToken(
             token="sha256:" + found.digest.hex()[:16],  # never the token itself
@@ -236,10 +238,10 @@ def load_tokens(path: Path) -> tuple[_Entry, ...]:
         document = json.loads(text)
     except json.JSONDecodeError as err:
         raise TokenFileError(f"the tokens file {str(path)!r} is not JSON: {err}") from None
-    if not isinstance(document, dict) or not document:
+    if not isinstance(document, dict):
         raise TokenFileError(
             f"the tokens file {str(path)!r} must be a JSON object mapping each token to "
-            'its policy, e.g. {"<token>": {"scopes": ["user:alice"]}}'
+            'its policy, e.g. {"<token>": {"scopes": ["user:alice"]}} ({} admits nobody)'
         )
     entries = [_entry(n, token, policy) for n, (token, policy) in enumerate(document.items(), 1)]
     names = [e.client_id for e in entries]
@@ -297,6 +299,8 @@ def _expiry(where: str, value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, int) and not isinstance(value, bool):
+        if value <= 0:  # the SDK reads a falsy expiry as none
+            raise TokenFileError(f"{where}: expires_at must be a positive Unix time")
         return value
     if isinstance(value, str):
         try:

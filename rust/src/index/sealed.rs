@@ -150,7 +150,8 @@ impl TerminatingWrite for SealWriter {
         let sealed = self.shared.seal(&self.path, &self.plain)?;
         file.write_all(&sealed)?;
         file.terminate()?;
-        let plain = std::mem::take(&mut self.plain);
+        let mut plain = std::mem::take(&mut self.plain);
+        plain.shrink_to_fit();
         self.shared.open.lock().insert(self.path.clone(), OwnedBytes::new(plain));
         Ok(())
     }
@@ -158,11 +159,14 @@ impl TerminatingWrite for SealWriter {
 
 impl Directory for Sealed {
     fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
-        if let Some(bytes) = self.shared.open.lock().get(path) {
+        // Read under the lock: a `delete` in between would otherwise find nothing
+        // to drop, and the decrypted copy would outlive its file.
+        let mut open = self.shared.open.lock();
+        if let Some(bytes) = open.get(path) {
             return Ok(Arc::new(bytes.clone()));
         }
         let bytes = OwnedBytes::new(self.shared.read_sealed(path)?);
-        self.shared.open.lock().insert(path.to_path_buf(), bytes.clone());
+        open.insert(path.to_path_buf(), bytes.clone());
         Ok(Arc::new(bytes))
     }
 

@@ -403,7 +403,7 @@ impl Engine {
 
     fn rekey<'py>(&self, py: Python<'py>, key: KeyBytes) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
-        let key = crate::store::EncryptionKey::new(key.0).map_err(to_py)?;
+        let key = crate::store::EncryptionKey::new(key.0.to_vec()).map_err(to_py)?;
         awaitable(py, move || core.rekey(key))
     }
 

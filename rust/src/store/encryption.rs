@@ -8,7 +8,11 @@
 //! needs no new one. The file's first 16 bytes tell a plain store ("SQLite
 //! format 3") from an encrypted one before anything is opened, so a key given
 //! to a plain store, or none to an encrypted one, is refused without touching
-//! either; a wrong key is refused at the first read, which writes nothing.
+//! either. A key is then tried on a read-only connection (`probe`) before any
+//! connection that could write opens: SQLite3 Multiple Ciphers decrypts and
+//! re-encrypts inside its file layer, so a writable connection with a wrong key
+//! would roll back a journal or checkpoint a WAL left by a crash through the
+//! wrong key and damage the file; a read-only one can do neither.
 
 use std::fmt;
 use std::io::Read;
@@ -36,16 +40,20 @@ impl EncryptionKey {
         Ok(Self(Zeroizing::new(bytes)))
     }
 
+    /// The key in lowercase hex.
+    fn hex(&self) -> Zeroizing<String> {
+        let mut hex = Zeroizing::new(String::with_capacity(self.0.len() * 2));
+        for byte in self.0.iter() {
+            hex.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
+            hex.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
+        }
+        hex
+    }
+
     /// `PRAGMA <verb> = '<hex>'`: the key as SQL, for this connection only.
     fn pragma(&self, verb: &str) -> Zeroizing<String> {
-        let mut sql = Zeroizing::new(String::with_capacity(self.0.len() * 2 + 32));
-        sql.push_str("PRAGMA ");
-        sql.push_str(verb);
-        sql.push_str(" = '");
-        for byte in self.0.iter() {
-            sql.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
-            sql.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
-        }
+        let mut sql = Zeroizing::new(format!("PRAGMA {verb} = '"));
+        sql.push_str(&self.hex());
         sql.push_str("';");
         sql
     }
@@ -91,9 +99,59 @@ pub(super) fn check_file(path: &str, key: Option<&EncryptionKey>) -> Result<()> 
 
 /// Keys a new connection; it must not have read anything yet.
 pub(super) fn unlock(conn: &libsql::Connection, key: &EncryptionKey) -> Result<()> {
-    let sql = key.pragma("hexkey");
-    block_on(conn.execute_batch(&format!("PRAGMA cipher = 'aes256cbc'; {}", sql.as_str())))?;
+    let mut sql = Zeroizing::new(String::from("PRAGMA cipher = 'aes256cbc'; "));
+    sql.push_str(&key.pragma("hexkey"));
+    block_on(conn.execute_batch(&sql))?;
     Ok(())
+}
+
+/// Tries `key` on an existing file through a read-only connection, which can
+/// neither roll back a journal nor checkpoint a WAL: a wrong key is refused
+/// before any connection that could write through it opens.
+pub(super) fn probe(path: &str, key: &EncryptionKey) -> Result<()> {
+    if !std::path::Path::new(path).is_file() {
+        return Ok(()); // a new store
+    }
+    let tried = || -> Result<()> {
+        let flags = libsql::OpenFlags::SQLITE_OPEN_READ_ONLY;
+        let db = block_on(libsql::Builder::new_local(path).flags(flags).build())?;
+        let conn = db.connect()?;
+        unlock(&conn, key)?;
+        block_on(async {
+            let mut rows = conn.query("SELECT count(*) FROM sqlite_schema", ()).await?;
+            rows.next().await?;
+            Ok(())
+        })
+    };
+    tried().map_err(|err| refused_key(err, path))
+}
+
+/// The temporary file a rekey writes beside the database.
+fn rekeyed(path: &str) -> String {
+    format!("{path}.rekey")
+}
+
+/// Removes what a rekey that was killed before its rename left behind.
+pub(super) fn clear_rekey(path: &str) {
+    let _ = std::fs::remove_file(rekeyed(path));
+}
+
+/// A `file:` URI for `path` that keys it with `key` (for `VACUUM INTO`), as an
+/// SQL string literal: the path percent-encoded, so no character of it is read
+/// as URI or SQL syntax.
+fn keyed_uri(path: &str, key: &EncryptionKey) -> Zeroizing<String> {
+    let mut uri = Zeroizing::new(String::from("'file:"));
+    for byte in path.bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-_.~".contains(&byte) {
+            uri.push(char::from(byte));
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    uri.push_str("?cipher=aes256cbc&hexkey=");
+    uri.push_str(&key.hex());
+    uri.push('\'');
+    uri
 }
 
 /// A wrong key shows at the first read as "file is not a database" (26).
@@ -140,52 +198,128 @@ impl Store {
         self.key.read().is_some()
     }
 
-    /// Re-encrypts every page of the database with `new`. Every other operation
-    /// of this handle waits; every other connection is closed, and the journal
-    /// leaves WAL mode for the rewrite (SQLite3 Multiple Ciphers cannot rekey a
-    /// WAL database), so another process that has the store open makes it fail
-    /// with nothing changed. The rewrite is one transaction under a rollback
-    /// journal: a crash leaves the old key or the new one.
+    /// Re-encrypts the database with `new`: a copy is written under the new key
+    /// (`VACUUM INTO`, then switched to WAL on its own) and renamed over the file,
+    /// so no file ever holds pages under two keys or a journal under the other
+    /// key, and a crash leaves the old file (old key) or the new one (new key).
+    /// Every other operation of this handle waits, and its connections are
+    /// closed before the rename; another process holding the file open makes it
+    /// fail, retryable, with nothing changed.
     pub fn rekey(&self, new: EncryptionKey) -> Result<()> {
-        if self.kind != Kind::File || self.read_only {
+        let Some(path) = self.file.clone().filter(|_| self.kind == Kind::File && !self.read_only) else {
             return Err(Error::invalid("rekey needs an encrypted database file opened for writing"));
-        }
+        };
         // The gate first: an operation in flight may read the key to connect.
         let _alone = self.gate.write();
         let mut key = self.key.write();
-        if key.is_none() {
+        let Some(old) = key.clone() else {
             return Err(Error::Encryption("this store is not encrypted: there is no key to change".into()));
-        }
+        };
         if let Some(pool) = &self.readers {
             pool.lock().clear();
         }
         if let Some(slot) = &self.lookup {
             *slot.lock() = Lookup::Unopened;
         }
-        let writer = self.writer.lock();
-        let busy = one_int(&writer, "PRAGMA wal_checkpoint(TRUNCATE)")?;
-        let alone = match one_text(&writer, "PRAGMA journal_mode = DELETE") {
-            Ok(mode) => busy == 0 && mode.eq_ignore_ascii_case("delete"),
-            Err(err) if err.is_locked() => false,
-            Err(err) => return Err(err),
+        let mut writer = self.writer.lock();
+        let copy = rekeyed(&path);
+        clear_rekey(&path);
+        let written = write_copy(&writer, &copy, &new);
+        if let Err(err) = written {
+            clear_rekey(&path);
+            return Err(err);
+        }
+        // Close this process's last connection to the file: then every lock on
+        // its wal-index that remains is another process's.
+        let placeholder = Conn::local(
+            block_on(libsql::Builder::new_local(":memory:").build())?.connect()?,
+            self.busy_timeout,
+        );
+        drop(std::mem::replace(&mut *writer, placeholder));
+        let reopen = |with: &EncryptionKey| -> Result<Conn> {
+            let inner = self.db.connect()?;
+            unlock(&inner, with)?;
+            let conn = Conn::local(inner, self.busy_timeout);
+            super::configure(&conn, self.busy_timeout, self.kind, self.read_only)?;
+            Ok(conn)
         };
-        if !alone {
-            let _ = one_text(&writer, "PRAGMA journal_mode = WAL");
-            return Err(Error::Storage {
-                message: "rekey needs the store open in this process only: another process has it \
-                          open (database is locked)"
+        let swapped = match others_have_it_open(&path) {
+            Ok(false) => std::fs::rename(&copy, &path)
+                .map_err(|err| Error::plain_storage(format!("cannot put the rekeyed copy in place: {err}"))),
+            Ok(true) => Err(Error::Storage {
+                message: "rekey needs the store open in this process only: another process has it open"
                     .into(),
                 retryable: true,
                 source: None,
-            });
+            }),
+            Err(err) => Err(Error::plain_storage(format!(
+                "cannot tell whether another process has the store open: {err}"
+            ))),
+        };
+        if let Err(err) = swapped {
+            clear_rekey(&path);
+            *writer = reopen(&old)?;
+            return Err(err);
         }
-        let rewritten = block_on(writer.execute_batch(new.pragma("hexrekey").as_str())).map_err(Error::from);
-        let back = one_text(&writer, "PRAGMA journal_mode = WAL");
-        rewritten?;
-        back?;
+        if let Some(dir) = std::path::Path::new(&path).parent().filter(|d| !d.as_os_str().is_empty()) {
+            let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+        }
+        // The file is the new one from here on, and so is the key.
+        *writer = reopen(&new)?;
         *key = Some(new);
         Ok(())
     }
+}
+
+/// Writes the database under `key` to `copy`: compacted by `VACUUM INTO`, put in
+/// WAL mode and closed cleanly (so it carries no journal), then synced.
+fn write_copy(writer: &Conn, copy: &str, key: &EncryptionKey) -> Result<()> {
+    let busy = one_int(writer, "PRAGMA wal_checkpoint(TRUNCATE)")?;
+    if busy != 0 {
+        return Err(Error::Storage {
+            message: "rekey needs the store open in this process only: another process is reading it \
+                      (database is locked)"
+                .into(),
+            retryable: true,
+            source: None,
+        });
+    }
+    let mut vacuum = Zeroizing::new(String::from("VACUUM INTO "));
+    vacuum.push_str(&keyed_uri(copy, key));
+    block_on(writer.execute_batch(&vacuum))?;
+    {
+        let db = block_on(libsql::Builder::new_local(copy).build())?;
+        let conn = db.connect()?;
+        unlock(&conn, key)?;
+        block_on(conn.execute_batch("PRAGMA journal_mode = WAL;"))?;
+    }
+    std::fs::File::open(copy)?.sync_all()?;
+    Ok(())
+}
+
+/// Whether another process has the database at `path` open. Every connection
+/// to a WAL database holds a shared lock on its wal-index's "DMS" byte (offset
+/// 128 of `<db>-shm` in SQLite's unix VFS), and `F_GETLK` reports only other
+/// processes' locks. Called when this process has no connection to the file:
+/// closing a descriptor drops every POSIX lock this process holds on the file.
+fn others_have_it_open(path: &str) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let shm = match std::fs::OpenOptions::new().read(true).write(true).open(format!("{path}-shm")) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(err) => return Err(err),
+    };
+    // SAFETY: `flock` is plain data, for which all-zero bytes are a valid value.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = 128;
+    lock.l_len = 1;
+    // SAFETY: a valid descriptor and a valid `flock` that outlives the call.
+    if unsafe { libc::fcntl(shm.as_raw_fd(), libc::F_GETLK, &mut lock) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(lock.l_type != libc::F_UNLCK as libc::c_short)
 }
 
 fn one_int(conn: &Conn, sql: &str) -> Result<i64> {
@@ -193,14 +327,6 @@ fn one_int(conn: &Conn, sql: &str) -> Result<i64> {
         let mut rows = conn.query(sql, ()).await?;
         let row = rows.next().await?.ok_or_else(|| Error::Internal(format!("{sql} returned no row")))?;
         Ok(row.get::<i64>(0)?)
-    })
-}
-
-fn one_text(conn: &Conn, sql: &str) -> Result<String> {
-    block_on(async {
-        let mut rows = conn.query(sql, ()).await?;
-        let row = rows.next().await?.ok_or_else(|| Error::Internal(format!("{sql} returned no row")))?;
-        Ok(row.get::<String>(0)?)
     })
 }
 

@@ -162,6 +162,8 @@ pub struct Store {
     read_only: bool,
     /// An encrypted file's key, given to every connection (`encryption.rs`).
     key: RwLock<Option<EncryptionKey>>,
+    /// The database file's path, for a file store (a rekey replaces the file).
+    file: Option<String>,
     /// Held (shared) while a connection is in use; `rekey` takes it alone.
     gate: RwLock<()>,
 }
@@ -224,6 +226,12 @@ impl Store {
             }
             Kind::File => {
                 encryption::check_file(&config.path, config.encryption_key.as_ref())?;
+                if let Some(key) = &config.encryption_key {
+                    encryption::probe(&config.path, key)?;
+                    if !config.read_only {
+                        encryption::clear_rekey(&config.path);
+                    }
+                }
                 local::open_file(&config.path, config.read_only)?
             }
             Kind::Memory => (block_on(libsql::Builder::new_local(&config.path).build())?, false),
@@ -265,6 +273,7 @@ impl Store {
             kind,
             read_only,
             key: RwLock::new(key),
+            file: (kind == Kind::File).then(|| config.path.clone()),
             gate: RwLock::new(()),
         })
     }

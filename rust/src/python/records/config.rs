@@ -68,7 +68,7 @@ impl TryFrom<ConfigRecord> for Config {
         Ok(Config {
             path: r.path.0,
             auth_token: r.auth_token.map(String::from),
-            encryption_key: r.encryption_key.map(|k| EncryptionKey::new(k.0)).transpose()?,
+            encryption_key: r.encryption_key.map(|k| EncryptionKey::new(k.0.to_vec())).transpose()?,
             replica: r.replica.map(|path| path.0.into()),
             sync_interval,
             index_dir: r.index_dir.map(|dir| dir.0.into()),
@@ -159,18 +159,18 @@ impl ConfigRecord {
 }
 
 /// An encryption key as Python gives it: `bytes`, or a `str` (its UTF-8 bytes).
-pub struct KeyBytes(pub Vec<u8>);
+pub struct KeyBytes(pub zeroize::Zeroizing<Vec<u8>>);
 
 impl<'a, 'py> FromPyObject<'a, 'py> for KeyBytes {
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         if let Ok(bytes) = obj.cast::<PyBytes>() {
-            return Ok(Self(bytes.as_bytes().to_vec()));
+            return Ok(Self(zeroize::Zeroizing::new(bytes.as_bytes().to_vec())));
         }
         let text = obj.cast::<PyString>()?;
         match text.to_str() {
-            Ok(text) => Ok(Self(text.as_bytes().to_vec())),
+            Ok(text) => Ok(Self(zeroize::Zeroizing::new(text.as_bytes().to_vec()))),
             Err(err) => Err(super::text::unencodable(obj.py(), "encryption_key", err)),
         }
     }
