@@ -361,14 +361,7 @@ async def test_malformed_arguments_are_mcp_errors(db: Path) -> None:
     [[], ["--scope", "user:*"], ["--scope", ""], ["--scope-prefix", "team:%"]],
 )
 def test_server_refuses_to_start_without_a_safe_policy(db: Path, flags: list[str]) -> None:
-    started = subprocess.run(
-        [sys.executable, *SERVER, "--db", str(db), *flags],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+    started = run_server(db, *flags)
     assert started.returncode == 2
     assert started.stderr.startswith("Error: ") and len(started.stderr.strip().splitlines()) == 1
 
@@ -475,3 +468,15 @@ async def test_search_text_is_built_only_from_allowed_hits(
         "outside this server's scopes" in r.getMessage() and r.levelname == "ERROR"
         for r in caplog.records
     )  # the operator is told
+
+
+def run_server(db: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """``contextforge mcp --db DB FLAGS``, which must exit by itself (a refusal)."""
+    return subprocess.run(
+        [sys.executable, *SERVER, "--db", str(db), *flags],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )

@@ -8,7 +8,6 @@ import json
 import os
 import secrets
 import signal
-import subprocess
 import sys
 import textwrap
 import time
@@ -31,7 +30,7 @@ from contextforge.mcp_server.auth import (
 from contextforge.mcp_server.http import InsecureBind, check_bind
 from contextforge.mcp_server.policy import ScopePolicy
 
-from .test_mcp import SERVER, refused, result
+from .test_mcp import refused, result, run_server
 from .test_mcp_http import INITIALIZE, free_port, http_server, leaves, mcp_session, serving
 
 
@@ -253,7 +252,7 @@ def test_a_bad_tokens_file_is_refused_before_anything_opens(
 ) -> None:
     path = tmp_path / "tokens.json"
     path.write_text(document if isinstance(document, str) else json.dumps(document))
-    started = run(db, "--http", "--tokens", str(path), "--port", str(free_port()))
+    started = run_server(db, "--http", "--tokens", str(path), "--port", str(free_port()))
     assert started.returncode == 2, started.stderr
     assert started.stderr.startswith("Error: ") and message in started.stderr
     assert "T" * 20 not in started.stderr and "short-token" not in started.stderr
@@ -274,7 +273,7 @@ def test_tokens_flag_conflicts_are_refused(
     db: Path, token_file: Path, tmp_path: Path, flags: list[str]
 ) -> None:
     given = [f.format(file=token_file, missing=tmp_path / "missing.json") for f in flags]
-    started = run(db, *given, "--port", str(free_port()))
+    started = run_server(db, *given, "--port", str(free_port()))
     assert started.returncode == 2, started.stderr
     assert started.stderr.startswith("Error: ")
     assert not db.exists()
@@ -397,14 +396,3 @@ async def test_an_oauth_token_verifier_maps_claims_to_scopes(tmp_path: Path) -> 
         assert [s.rstrip("/") for s in metadata.json()["authorization_servers"]] == [issuer]
         refusal = await post_initialize(port, {})
         assert "oauth-protected-resource" in refusal.headers["www-authenticate"]
-
-
-def run(db: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *SERVER, "--db", str(db), *flags],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
