@@ -92,18 +92,39 @@ impl Error {
     }
 }
 
+impl Error {
+    /// A libSQL server's protocol (Hrana) failed with `message`: refused
+    /// credentials, an untrusted certificate, or a storage error, retryable when
+    /// it is contention or a lost connection.
+    pub(crate) fn hrana(message: String) -> Self {
+        Self::refused(&message).unwrap_or_else(|| Error::Storage {
+            retryable: hrana_retryable(&message),
+            message,
+            source: None,
+        })
+    }
+
+    /// The error for a Hrana `message` that retrying cannot mend: refused
+    /// credentials, or a certificate that is not trusted.
+    fn refused(message: &str) -> Option<Self> {
+        if matches!(hrana_status(message), Some(401 | 403)) {
+            return Some(Error::Unauthorized(message.to_owned()));
+        }
+        if message.contains("peer certificate") || message.contains("InvalidCertificate") {
+            return Some(Error::plain_storage(format!(
+                "the server's TLS certificate is not trusted ({message}); if a private CA signed \
+                 it, give its PEM bundle in the SSL_CERT_FILE environment variable"
+            )));
+        }
+        None
+    }
+}
+
 impl From<libsql::Error> for Error {
     fn from(err: libsql::Error) -> Self {
         if let libsql::Error::Hrana(inner) = &err {
-            let message = inner.to_string();
-            if matches!(hrana_status(&message), Some(401 | 403)) {
-                return Error::Unauthorized(message);
-            }
-            if message.contains("peer certificate") || message.contains("InvalidCertificate") {
-                return Error::plain_storage(format!(
-                    "the server's TLS certificate is not trusted ({message}); if a private CA signed \
-                     it, give its PEM bundle in the SSL_CERT_FILE environment variable"
-                ));
+            if let Some(refused) = Self::refused(&inner.to_string()) {
+                return refused;
             }
         }
         let retryable = is_retryable(&err);

@@ -21,6 +21,7 @@ use libsql::params::IntoParams;
 use libsql::{Connection, Rows, Statement, Transaction, TransactionBehavior};
 use parking_lot::Mutex;
 
+use super::hrana;
 use super::literal;
 use crate::error::{Error, Result};
 
@@ -34,6 +35,8 @@ pub(super) struct Conn {
     inner: Connection,
     /// A server connection (Hrana over HTTP).
     remote: bool,
+    /// Our client for the hot batches, on a server connection (`hrana`).
+    hrana: Option<Arc<hrana::Client>>,
     /// How long a write on a server waits for another connection's write
     /// transaction (a local connection's busy handler waits by itself).
     busy_timeout: Duration,
@@ -42,18 +45,34 @@ pub(super) struct Conn {
 impl Conn {
     /// A local connection that keeps its statements.
     pub fn local(inner: Connection, busy_timeout: Duration) -> Self {
-        Self { kept: Some(Mutex::new(HashMap::new())), inner, remote: false, busy_timeout }
+        Self { kept: Some(Mutex::new(HashMap::new())), inner, remote: false, hrana: None, busy_timeout }
     }
 
-    /// A server connection: its statements live on the server.
-    pub fn remote(inner: Connection, busy_timeout: Duration) -> Self {
-        Self { kept: None, inner, remote: true, busy_timeout }
+    /// A server connection: its statements live on the server; `hrana` sends
+    /// the hot batches.
+    pub fn remote(inner: Connection, hrana: Arc<hrana::Client>, busy_timeout: Duration) -> Self {
+        Self { kept: None, inner, remote: true, hrana: Some(hrana), busy_timeout }
     }
 
     /// A connection to an embedded replica: local, but libSQL's replica
     /// statements do not bind anew once reset, so none is kept.
     pub fn replica(inner: Connection, busy_timeout: Duration) -> Self {
-        Self { kept: None, inner, remote: false, busy_timeout }
+        Self { kept: None, inner, remote: false, hrana: None, busy_timeout }
+    }
+
+    /// Our client for the server this connection talks to.
+    pub fn hrana(&self) -> Result<&hrana::Client> {
+        self.hrana
+            .as_deref()
+            .ok_or_else(|| Error::Internal("a batch for a server on a local connection".into()))
+    }
+
+    /// Runs `batch` on the server in one request, sent again while it finds
+    /// the database locked (`while_locked`): it must write nothing unless it
+    /// all ran (it begins its transaction and commits it).
+    pub async fn run_while_locked(&self, batch: &hrana::Batch) -> Result<hrana::Outcome> {
+        let client = self.hrana()?;
+        self.while_locked(|| client.run(batch.clone())).await
     }
 
     /// Runs `attempt`, and on a server runs it again while it finds the
@@ -115,13 +134,6 @@ impl Conn {
     pub async fn begin_read(&self) -> Result<Tx<'_>> {
         let tx = self.inner.transaction_with_behavior(TransactionBehavior::Deferred).await?;
         Ok(Tx { conn: self, tx })
-    }
-
-    /// `execute_batch` of `sql`, sent again while it finds the database
-    /// locked (`while_locked`): `sql` must write nothing unless it all ran (a
-    /// batch that begins its transaction and commits it, or only begins it).
-    pub async fn batch_while_locked(&self, sql: &str) -> Result<libsql::BatchRows> {
-        self.while_locked(|| async { Ok(self.inner.execute_batch(sql).await?) }).await
     }
 
     /// Starts an IMMEDIATE transaction; dropping it without `commit` rolls back.

@@ -18,8 +18,7 @@
 //! So a chat turn ("ok") in one session never swallows the same words in
 //! another, and a save with new metadata is stored with it.
 
-use libsql::Row;
-
+use super::rows::Cells;
 use super::PreparedEntry;
 use crate::entry::Micros;
 use crate::error::Result;
@@ -47,7 +46,7 @@ pub(super) struct Stored {
 
 impl Stored {
     /// Reads `STORED_COLUMNS` from the start of `row`.
-    pub fn read(row: &Row) -> Result<Self> {
+    pub fn read(row: &impl Cells) -> Result<Self> {
         Ok(Self {
             id: row.get(0)?,
             content: row.get(1)?,

@@ -60,7 +60,7 @@ fn placeholder(sql: &str) -> Error {
 }
 
 /// Appends `value` as an SQL literal of the same type.
-pub(super) fn push_literal(out: &mut String, value: &Value) {
+fn push_literal(out: &mut String, value: &Value) {
     match value {
         Value::Null => out.push_str("NULL"),
         // i64::MIN has no literal of its own: its magnitude overflows before
@@ -81,16 +81,6 @@ pub(super) fn push_literal(out: &mut String, value: &Value) {
             out.push_str(" AS TEXT)");
         }
         Value::Blob(b) => push_hex(out, b),
-    }
-}
-
-/// Appends `values` as literals separated by commas.
-pub(super) fn push_literals(out: &mut String, values: &[Value]) {
-    for (i, value) in values.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        push_literal(out, value);
     }
 }
 

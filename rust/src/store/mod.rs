@@ -15,6 +15,7 @@ mod dedupe;
 mod encryption;
 mod forget;
 mod group;
+mod hrana;
 mod literal;
 mod local;
 mod read;
@@ -29,6 +30,7 @@ mod timeline;
 mod vectors;
 mod write;
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use libsql::Database;
@@ -166,6 +168,8 @@ pub struct Store {
     file: Option<String>,
     /// Held (shared) while a connection is in use; `rekey` takes it alone.
     gate: RwLock<()>,
+    /// Our client for a server's hot batches, shared by its connections.
+    hrana: Option<Arc<hrana::Client>>,
 }
 
 /// The memory-mapped lookup connection's state.
@@ -236,10 +240,16 @@ impl Store {
             }
             Kind::Memory => (block_on(libsql::Builder::new_local(&config.path).build())?, false),
         };
-        let writer = match &primary {
-            Some(primary) => Conn::remote(primary.connect()?, busy_timeout),
-            None if kind == Kind::Remote => Conn::remote(db.connect()?, busy_timeout),
-            None => Conn::local(db.connect()?, busy_timeout),
+        let hrana = match kind {
+            Kind::Remote | Kind::Replica => {
+                Some(Arc::new(hrana::Client::new(&config.path, config.auth_token.as_deref())?))
+            }
+            Kind::File | Kind::Memory => None,
+        };
+        let writer = match (&primary, &hrana) {
+            (Some(primary), Some(hrana)) => Conn::remote(primary.connect()?, Arc::clone(hrana), busy_timeout),
+            (None, Some(hrana)) => Conn::remote(db.connect()?, Arc::clone(hrana), busy_timeout),
+            _ => Conn::local(db.connect()?, busy_timeout),
         };
         let key = config.encryption_key.clone().filter(|_| kind == Kind::File);
         let first_reads = || -> Result<()> {
@@ -275,6 +285,7 @@ impl Store {
             key: RwLock::new(key),
             file: (kind == Kind::File).then(|| config.path.clone()),
             gate: RwLock::new(()),
+            hrana,
         })
     }
 
@@ -314,10 +325,10 @@ impl Store {
         if let Some(key) = &*self.key.read() {
             encryption::unlock(&inner, key)?;
         }
-        let conn = match self.kind {
-            Kind::Remote => Conn::remote(inner, self.busy_timeout),
-            Kind::Replica => Conn::replica(inner, self.busy_timeout),
-            Kind::File | Kind::Memory => Conn::local(inner, self.busy_timeout),
+        let conn = match (self.kind, &self.hrana) {
+            (Kind::Remote, Some(hrana)) => Conn::remote(inner, Arc::clone(hrana), self.busy_timeout),
+            (Kind::Replica, _) => Conn::replica(inner, self.busy_timeout),
+            _ => Conn::local(inner, self.busy_timeout),
         };
         configure(&conn, self.busy_timeout, self.kind, self.read_only)?;
         Ok(conn)
@@ -325,9 +336,11 @@ impl Store {
 
     /// A write connection: for a replica, to the server.
     fn connect_writer(&self) -> Result<Conn> {
-        match &self.primary {
-            Some(primary) => Ok(Conn::remote(primary.connect()?, self.busy_timeout)),
-            None => self.connect(),
+        match (&self.primary, &self.hrana) {
+            (Some(primary), Some(hrana)) => {
+                Ok(Conn::remote(primary.connect()?, Arc::clone(hrana), self.busy_timeout))
+            }
+            _ => self.connect(),
         }
     }
 

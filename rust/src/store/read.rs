@@ -4,10 +4,11 @@ use std::collections::HashMap;
 
 use libsql::Value;
 
+use super::hrana::Batch;
 use super::rows::{self, opt_text, text, ENTRY_COLUMNS};
 use super::{Change, ChangeOp, Store};
 use crate::entry::{Entry, Micros};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::runtime::block_on;
 
 /// The list lengths `fetch` pads to, so that it keeps a few statements.
@@ -131,27 +132,21 @@ impl Store {
         if !self.reads_remote() {
             return Ok(None);
         }
-        let mut sql = format!("{HEAD};\n");
-        for (select, params) in fetch_statements(ids) {
-            sql.push_str(&super::literal::inline(&select, params)?);
-            sql.push_str(";\n");
+        let mut batch = Batch::new();
+        batch.push(HEAD, []);
+        let statements = fetch_statements(ids);
+        for (select, params) in &statements {
+            batch.push(select.as_str(), params.iter().cloned());
         }
         let (head, entries) = self.with_reader(|conn| {
             block_on(async {
-                let mut batch = conn.execute_batch(&sql).await?;
-                let mut next = || {
-                    batch
-                        .next_stmt_row()
-                        .flatten()
-                        .ok_or_else(|| Error::Internal("a remote fetch returned too few results".into()))
-                };
-                let head: i64 = match next()?.next().await? {
-                    Some(row) => row.get(0)?,
-                    None => 0,
-                };
+                let mut outcome = conn.hrana()?.run(batch.clone()).await?;
+                let head = outcome.first_integer(0)?.unwrap_or(0);
                 let mut entries = Vec::with_capacity(ids.len());
-                for _ in ids.chunks(FETCH_WIDTHS[FETCH_WIDTHS.len() - 1]) {
-                    read_entries(&mut next()?, &mut entries).await?;
+                for step in 1..=statements.len() {
+                    for row in outcome.rows(step)? {
+                        entries.push(rows::entry(&row, 0)?);
+                    }
                 }
                 Ok((head, entries))
             })

@@ -2,7 +2,8 @@
 //!
 //! Over the network every statement of a transaction is a round trip, and a
 //! save is several statements. Plain entries (no id, key, correction or
-//! sources) are therefore saved in batches of SQL text (`literal.rs`):
+//! sources) are therefore saved in batches (`hrana`), each statement with its
+//! arguments:
 //! - one entry: one batch holds the whole transaction: the duplicate lookup,
 //!   the insert, its vector, its change and the commit. The insert is skipped
 //!   when any entry with the same duplicate key is already in the scope; the
@@ -16,14 +17,14 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use libsql::{BatchRows, Rows};
+use libsql::Value;
 
 use super::change_log::Written;
 use super::conn::Conn;
 use super::dedupe::{Stored, STORED_COLUMNS, STORED_WIDTH};
 use super::group::{dedup_keys, stored_duplicates, Plan};
-use super::literal::{inline, push_literal, push_literals};
-use super::rows::{entry_values, opt_text, INSERT_ENTRY};
+use super::hrana::{Batch, Outcome};
+use super::rows::{entry_values, opt_text, Cells, ENTRY_ROW, INSERT_ENTRY};
 use super::schema::OP_INSERT;
 use super::{now_micros, PreparedEntry};
 use crate::entry::Micros;
@@ -40,51 +41,59 @@ pub(super) fn single(e: &PreparedEntry) -> bool {
 /// none duplicates it, and nothing was written.
 pub(super) async fn insert_single(conn: &Conn, e: &PreparedEntry, now: Micros) -> Result<Option<Written>> {
     let key = e.dedup_key.as_ref().map_or_else(|| content_key(&normalize(&e.content)), |(key, _)| *key);
-    let same_key =
-        inline("content_key = ?1 AND scope IS ?2", vec![key.into(), opt_text(e.scope.as_deref())])?;
-    let mut sql = String::from("BEGIN IMMEDIATE;\n");
-    if e.dedup_key.is_some() {
-        let _ = writeln!(sql, "SELECT {STORED_COLUMNS} FROM entries WHERE {same_key} ORDER BY id;");
-    }
+    let scope = opt_text(e.scope.as_deref());
+    let mut batch = Batch::new();
+    batch.push("BEGIN IMMEDIATE", []);
+    let lookup = e.dedup_key.is_some().then(|| {
+        batch.push(
+            format!(
+                "SELECT {STORED_COLUMNS} FROM entries WHERE content_key = ?1 AND scope IS ?2 ORDER BY id"
+            ),
+            [Value::Integer(key), scope.clone()],
+        )
+    });
     let columns = INSERT_ENTRY.strip_suffix(" VALUES").unwrap_or(INSERT_ENTRY);
-    sql.push_str(columns);
-    sql.push_str(" SELECT ");
-    push_literals(&mut sql, &entry_values(e, key, now));
-    if e.dedup_key.is_some() {
-        let _ = write!(sql, " WHERE NOT EXISTS (SELECT 1 FROM entries WHERE {same_key})");
-    }
-    sql.push_str(" RETURNING id;\n");
+    let values = ENTRY_ROW.trim_start_matches('(').trim_end_matches(')');
+    let mut args = entry_values(e, key, now).to_vec();
+    let insert = if e.dedup_key.is_some() {
+        args.extend([Value::Integer(key), scope.clone()]);
+        batch.push(
+            format!(
+                "{columns} SELECT {values} WHERE NOT EXISTS \
+                 (SELECT 1 FROM entries WHERE content_key = ?16 AND scope IS ?17) RETURNING id"
+            ),
+            args,
+        )
+    } else {
+        batch.push(format!("{columns} SELECT {values} RETURNING id"), args)
+    };
     // Each later statement runs only if the one before it wrote its row; the
     // new entry has the highest id (AUTOINCREMENT).
     if let Some(vector) = &e.embedding {
-        sql.push_str("INSERT INTO embeddings (entry_id, vector) SELECT (SELECT MAX(id) FROM entries), ");
-        push_literal(&mut sql, &libsql::Value::Blob(super::vectors::encode(vector)));
-        sql.push_str(" WHERE changes() = 1;\n");
+        batch.push(
+            "INSERT INTO embeddings (entry_id, vector) SELECT (SELECT MAX(id) FROM entries), ?1 \
+             WHERE changes() = 1",
+            [Value::Blob(super::vectors::encode(vector))],
+        );
     }
-    let _ = write!(
-        sql,
-        "INSERT INTO changes (entry_id, op, at, scope) SELECT (SELECT MAX(id) FROM entries), {OP_INSERT}, {}, ",
-        now_micros()
+    let change = batch.push(
+        format!(
+            "INSERT INTO changes (entry_id, op, at, scope) SELECT (SELECT MAX(id) FROM entries), {OP_INSERT}, \
+             ?1, ?2 WHERE changes() = 1 RETURNING seq"
+        ),
+        [Value::Integer(now_micros()), scope],
     );
-    push_literal(&mut sql, &opt_text(e.scope.as_deref()));
-    sql.push_str(" WHERE changes() = 1 RETURNING seq;\nCOMMIT;");
+    batch.push("COMMIT", []);
 
     // Nothing is written unless the whole batch ran, so a batch that found
     // the database locked is sent again.
-    let mut batch = conn.batch_while_locked(&sql).await?;
-    let _begin = step(&mut batch)?;
-    let mut stored = Vec::new();
-    if e.dedup_key.is_some() {
-        let mut rows = step(&mut batch)?;
-        while let Some(row) = rows.next().await? {
-            stored.push(Stored::read(&row)?);
-        }
-    }
-    let id = first_integer(step(&mut batch)?).await?;
-    if e.embedding.is_some() {
-        step(&mut batch)?;
-    }
-    let seq = first_integer(step(&mut batch)?).await?;
+    let mut outcome = conn.run_while_locked(&batch).await?;
+    let stored = match lookup {
+        Some(step) => outcome.rows(step)?.iter().map(Stored::read).collect::<Result<Vec<_>>>()?,
+        None => Vec::new(),
+    };
+    let id = outcome.first_integer(insert)?;
+    let seq = outcome.first_integer(change)?;
     match (id, seq) {
         (Some(id), Some(seq)) => Ok(Some(Written { id, seq: Some(seq) })),
         (Some(_), None) => {
@@ -112,91 +121,99 @@ pub(super) async fn insert_many(conn: &Conn, entries: &[PreparedEntry], now: Mic
     let mut keys = dedup_keys(entries);
     keys.sort_unstable();
     keys.dedup();
-    let mut sql = String::from("BEGIN IMMEDIATE;\n");
+    let client = conn.hrana()?;
+    let mut open = None;
     let found = if keys.is_empty() {
         HashMap::new()
     } else {
+        let mut lookup = Batch::new();
+        lookup.push("BEGIN IMMEDIATE", []);
         for part in keys.chunks(PER_STATEMENT) {
-            let list: Vec<String> = part.iter().map(i64::to_string).collect();
-            let _ = writeln!(
-                sql,
-                "SELECT {STORED_COLUMNS}, content_key FROM entries WHERE content_key IN ({}) ORDER BY id;",
-                list.join(",")
-            );
+            let mut sql = format!("SELECT {STORED_COLUMNS}, content_key FROM entries WHERE content_key IN (");
+            for (i, key) in part.iter().enumerate() {
+                let _ = write!(sql, "{}{key}", if i == 0 { "" } else { "," });
+            }
+            sql.push_str(") ORDER BY id");
+            lookup.push(sql, []);
         }
-        let found = match lookup(conn, &std::mem::take(&mut sql), keys.len().div_ceil(PER_STATEMENT)).await {
+        // A BEGIN that found the database locked began nothing: sent again.
+        let (mut outcome, stream) = conn.while_locked(|| client.begin(lookup.clone())).await?;
+        open = Some(stream);
+        match stored_by_key(&mut outcome, lookup.steps()) {
             Ok(found) => found,
             Err(err) => {
-                // The transaction may have begun: end it now rather than when
-                // the server times the stream out (it holds the write lock).
-                let _ = conn.execute_batch("ROLLBACK;").await;
+                if let Some(stream) = open {
+                    client.abandon(stream).await;
+                }
                 return Err(err);
             }
-        };
-        found
+        }
     };
     let plan = Plan::new(entries, stored_duplicates(entries, &found, now));
     let at = now_micros();
+    let mut batch = Batch::new();
+    if open.is_none() {
+        batch.push("BEGIN IMMEDIATE", []);
+    }
+    let mut steps = Vec::new();
     for part in plan.rows.chunks(PER_STATEMENT) {
-        sql.push_str(INSERT_ENTRY);
+        let mut sql = String::from(INSERT_ENTRY);
+        let mut args = Vec::with_capacity(part.len() * 15);
         for (i, (e, key)) in part.iter().enumerate() {
-            sql.push_str(if i == 0 { " (" } else { ", (" });
-            push_literals(&mut sql, &entry_values(e, *key, now));
-            sql.push(')');
+            sql.push_str(if i == 0 { " " } else { ", " });
+            sql.push_str(ENTRY_ROW);
+            args.extend(entry_values(e, *key, now));
         }
-        sql.push_str(" RETURNING id;\n");
+        sql.push_str(" RETURNING id");
+        let ids = batch.push(sql, args);
         // The statement's rows took the highest ids, in the order listed.
         let n = part.len();
-        let vectors: Vec<String> = part
-            .iter()
-            .enumerate()
-            .filter_map(|(i, (e, _))| {
-                let vector = e.embedding.as_ref()?;
-                let mut row = format!("((SELECT MAX(id) FROM entries) - {}, ", n - 1 - i);
-                push_literal(&mut row, &libsql::Value::Blob(super::vectors::encode(vector)));
-                row.push(')');
-                Some(row)
-            })
-            .collect();
+        let (mut vectors, mut blobs) = (Vec::new(), Vec::new());
+        for (i, (e, _)) in part.iter().enumerate() {
+            if let Some(vector) = &e.embedding {
+                vectors.push(format!("((SELECT MAX(id) FROM entries) - {}, ?)", n - 1 - i));
+                blobs.push(Value::Blob(super::vectors::encode(vector)));
+            }
+        }
         if !vectors.is_empty() {
-            let _ = writeln!(sql, "INSERT INTO embeddings (entry_id, vector) VALUES {};", vectors.join(", "));
+            batch.push(
+                format!("INSERT INTO embeddings (entry_id, vector) VALUES {}", vectors.join(", ")),
+                blobs,
+            );
         }
-        let _ = writeln!(
-            sql,
-            "INSERT INTO changes (entry_id, op, at, scope) SELECT id, {OP_INSERT}, {at}, scope FROM entries \
-             WHERE id > (SELECT MAX(id) FROM entries) - {n} ORDER BY id RETURNING seq;"
+        let seqs = batch.push(
+            format!(
+                "INSERT INTO changes (entry_id, op, at, scope) SELECT id, {OP_INSERT}, {at}, scope FROM entries \
+                 WHERE id > (SELECT MAX(id) FROM entries) - {n} ORDER BY id RETURNING seq"
+            ),
+            [],
         );
+        steps.push((ids, seqs, n));
     }
-    sql.push_str("COMMIT;");
-    // Without a lookup, the BEGIN is in this batch, and a locked one wrote nothing.
-    let mut batch =
-        if keys.is_empty() { conn.batch_while_locked(&sql).await? } else { conn.execute_batch(&sql).await? };
-    if keys.is_empty() {
-        step(&mut batch)?;
-    }
+    batch.push("COMMIT", []);
+    // Without a lookup, the BEGIN is in this batch, and a locked one wrote
+    // nothing. With one, a failed batch skips its COMMIT and its request
+    // closes the stream: the server rolls the transaction back.
+    let mut outcome = match open {
+        Some(stream) => client.finish(stream, batch).await?,
+        None => conn.run_while_locked(&batch).await?,
+    };
     let (mut ids, mut seqs) = (Vec::with_capacity(plan.rows.len()), Vec::with_capacity(plan.rows.len()));
-    for part in plan.rows.chunks(PER_STATEMENT) {
-        ids.extend(integers(step(&mut batch)?, part.len()).await?);
-        if part.iter().any(|(e, _)| e.embedding.is_some()) {
-            step(&mut batch)?;
-        }
-        seqs.extend(integers(step(&mut batch)?, part.len()).await?);
+    for (id_step, seq_step, n) in steps {
+        ids.extend(integers(&mut outcome, id_step, n)?);
+        seqs.extend(integers(&mut outcome, seq_step, n)?);
     }
     let mut out = Vec::with_capacity(entries.len());
     plan.finish(&ids, &seqs, &mut out);
     Ok(out)
 }
 
-/// Runs the lookup batch `sql` (a BEGIN, then `statements` lookups), leaving
-/// its transaction open: the stored entries by duplicate key, oldest first.
-async fn lookup(conn: &Conn, sql: &str, statements: usize) -> Result<HashMap<i64, Vec<Stored>>> {
-    // A BEGIN that found the database locked began nothing: sent again.
-    let mut batch = conn.batch_while_locked(sql).await?;
-    step(&mut batch)?;
+/// The stored entries by duplicate key, oldest first, from the lookup batch's
+/// steps after its BEGIN (`steps` in all).
+fn stored_by_key(outcome: &mut Outcome, steps: usize) -> Result<HashMap<i64, Vec<Stored>>> {
     let mut found: HashMap<i64, Vec<Stored>> = HashMap::new();
-    for _ in 0..statements {
-        let mut rows = step(&mut batch)?;
-        while let Some(row) = rows.next().await? {
+    for step in 1..steps {
+        for row in outcome.rows(step)? {
             let key: i64 = row.get(STORED_WIDTH)?;
             found.entry(key).or_default().push(Stored::read(&row)?);
         }
@@ -204,32 +221,13 @@ async fn lookup(conn: &Conn, sql: &str, statements: usize) -> Result<HashMap<i64
     Ok(found)
 }
 
-/// The integers an `INSERT ... RETURNING` of `n` rows returned, ascending
-/// (AUTOINCREMENT hands them out in the order the rows were listed).
-async fn integers(mut rows: Rows, n: usize) -> Result<Vec<i64>> {
-    let mut out = Vec::with_capacity(n);
-    while let Some(row) = rows.next().await? {
-        out.push(row.get::<i64>(0)?);
-    }
+/// The integers an `INSERT ... RETURNING` of `n` rows returned at `step`,
+/// ascending (AUTOINCREMENT hands them out in the order the rows were listed).
+fn integers(outcome: &mut Outcome, step: usize, n: usize) -> Result<Vec<i64>> {
+    let mut out = outcome.rows(step)?.iter().map(|row| row.get::<i64>(0)).collect::<Result<Vec<_>>>()?;
     if out.len() != n {
         return Err(Error::Internal(format!("{n} rows inserted, {} returned", out.len())));
     }
     out.sort_unstable();
     Ok(out)
-}
-
-/// The next statement's rows in `batch`.
-fn step(batch: &mut BatchRows) -> Result<Rows> {
-    batch
-        .next_stmt_row()
-        .flatten()
-        .ok_or_else(|| Error::Internal("a remote batch returned too few results".into()))
-}
-
-/// The first column of the first row, if there is a row.
-async fn first_integer(mut rows: Rows) -> Result<Option<i64>> {
-    match rows.next().await? {
-        Some(row) => Ok(Some(row.get(0)?)),
-        None => Ok(None),
-    }
 }

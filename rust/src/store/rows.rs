@@ -1,10 +1,67 @@
 //! Row <-> value conversions.
 
-use libsql::{Row, Value};
+use libsql::Value;
 
 use super::PreparedEntry;
 use crate::entry::{Entry, Micros, Validity};
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// A row's columns, whether libSQL's client read it or ours (`hrana`).
+pub trait Cells {
+    /// Column `column`'s value.
+    fn value(&self, column: i32) -> Result<Value>;
+
+    /// Column `column` as a `T`.
+    fn get<T: FromCell>(&self, column: i32) -> Result<T> {
+        T::from_cell(self.value(column)?).ok_or_else(|| {
+            Error::Internal(format!("column {column} does not hold a {}", std::any::type_name::<T>()))
+        })
+    }
+}
+
+impl Cells for libsql::Row {
+    fn value(&self, column: i32) -> Result<Value> {
+        Ok(self.get_value(column)?)
+    }
+}
+
+/// A Rust value a column converts to; `None` when it holds another type.
+pub trait FromCell: Sized {
+    fn from_cell(value: Value) -> Option<Self>;
+}
+
+impl FromCell for i64 {
+    fn from_cell(value: Value) -> Option<Self> {
+        match value {
+            Value::Integer(i) => Some(i),
+            _ => None,
+        }
+    }
+}
+
+impl FromCell for u32 {
+    fn from_cell(value: Value) -> Option<Self> {
+        i64::from_cell(value).and_then(|i| u32::try_from(i).ok())
+    }
+}
+
+impl FromCell for String {
+    fn from_cell(value: Value) -> Option<Self> {
+        match value {
+            Value::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl<T: FromCell> FromCell for Option<T> {
+    fn from_cell(value: Value) -> Option<Self> {
+        match value {
+            Value::Null => Some(None),
+            value => T::from_cell(value).map(Some),
+        }
+    }
+}
 
 pub const ENTRY_COLUMNS: &str = "id, content, kind, scope, session_id, metadata, ts, tokens, expires_at, \
      risks, updated_at, key, valid_from, valid_to, superseded_by";
@@ -19,7 +76,7 @@ pub fn prefixed(alias: &str) -> String {
 }
 
 /// Reads an entry from `ENTRY_COLUMNS` starting at column `at`.
-pub fn entry(row: &Row, at: i32) -> Result<Entry> {
+pub fn entry(row: &impl Cells, at: i32) -> Result<Entry> {
     Ok(Entry {
         id: row.get(at)?,
         content: row.get(at + 1)?,
