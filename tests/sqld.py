@@ -7,6 +7,7 @@ group on a free loopback port; :meth:`Sqld.stop` kills the whole group.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -145,3 +146,16 @@ def sqld_shared_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sq
         yield server
     finally:
         server.stop()
+
+
+def hrana(url: str, *sql: str) -> list[dict[str, object]]:
+    """Runs statements on one Hrana stream (one server connection), in order,
+    with the protocol's JSON encoding: each statement's result or error."""
+    requests: list[dict[str, object]] = [{"type": "execute", "stmt": {"sql": q}} for q in sql]
+    body = json.dumps({"baton": None, "requests": [*requests, {"type": "close"}]}).encode()
+    request = urllib.request.Request(
+        f"{url}/v2/pipeline", data=body, headers={"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        results: list[dict[str, object]] = json.loads(resp.read())["results"][: len(sql)]
+    return results

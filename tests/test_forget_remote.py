@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from contextforge import ALL_SCOPES, Config, ContextForgeSync, Forgotten
 
-from .sqld import Sqld, sqld_fixture, sqld_shared_fixture  # noqa: F401  (the fixtures)
+from .sqld import Sqld, hrana, sqld_fixture, sqld_shared_fixture  # noqa: F401  (the fixtures)
 
 # Lowercase and unstemmable: the index keeps each as typed. One per criterion,
 # so a hit says which forget left it behind.
@@ -180,18 +180,6 @@ def test_the_receipt_says_the_server_keeps_its_own_bytes(run: Run) -> None:
     """The server's files are the server's (next test): every receipt through
     a server says its storage was not scrubbed, so a caller can tell."""
     assert [r.storage_scrubbed for r in run.receipts.values()] == [False] * 3
-
-
-def hrana(url: str, *sql: str) -> list[dict[str, object]]:
-    """Runs statements on one Hrana stream (one server connection), in order."""
-    requests: list[dict[str, object]] = [{"type": "execute", "stmt": {"sql": q}} for q in sql]
-    body = json.dumps({"baton": None, "requests": [*requests, {"type": "close"}]}).encode()
-    request = urllib.request.Request(
-        f"{url}/v2/pipeline", data=body, headers={"content-type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=10) as resp:
-        results: list[dict[str, object]] = json.loads(resp.read())["results"][: len(sql)]
-    return results
 
 
 def test_what_a_client_can_ask_the_server_to_erase(server: Sqld) -> None:

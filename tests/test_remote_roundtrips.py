@@ -9,10 +9,10 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import pytest
-from contextforge import ALL_SCOPES, ContextForge, InvalidInputError
+from contextforge import ALL_SCOPES, ContextForge, InvalidInputError, StorageError
 
 from .hrana_proxy import CountingProxy, counting_proxy
-from .sqld import Sqld, sqld_fixture  # noqa: F401  (provides the `sqld` fixture)
+from .sqld import Sqld, hrana, sqld_fixture  # noqa: F401  (provides the `sqld` fixture)
 
 T = TypeVar("T")
 
@@ -89,6 +89,33 @@ async def test_a_query_is_one_round_trip_and_sees_another_writer(sqld: Sqld) -> 
             assert [h.content for h in await reader.query("zulu", "s", 1000)] == ["zulu yankee"]
 
 
+async def test_a_query_that_packs_many_hits_is_one_round_trip(sqld: Sqld) -> None:
+    """Packing, the diversity pass and the relevance floor read entries in
+    rounds, refusing near-duplicates and weak replies as they go; over the
+    network each round was a request (up to 17 for one query). Every candidate
+    and the turn before it are now read at once, with the log's head."""
+    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
+    with counting_proxy(sqld.port) as proxy:
+        async with await ContextForge.open(proxy.url) as cf:
+            await cf.save_many(
+                [
+                    {
+                        "content": f"note {i} {words[i % 12]} {words[i * 7 % 12]} bench entry",
+                        "scope": f"s{i % 4}",
+                        **({"session_id": f"chat{i % 8}"} if i % 2 else {}),
+                    }
+                    for i in range(1000)
+                ]
+            )
+            await cf.query("alpha entry", "s0", 512)
+            for i in range(24):
+                n, hits = await trips(
+                    proxy, lambda i=i: cf.query(f"{words[i % 12]} entry", f"s{i % 4}", 512)
+                )
+                assert n == 1, (i, n)
+                assert len(hits) > 20 and all(h.scope == f"s{i % 4}" for h in hits)
+
+
 async def test_a_bulk_save_is_two_round_trips(sqld: Sqld) -> None:
     items = [
         {"content": f"bulk note {i} about topic {i % 7}", "scope": f"s{i % 3}"} for i in range(1200)
@@ -133,6 +160,49 @@ async def test_a_bad_bulk_save_changes_nothing(sqld: Sqld) -> None:
         with pytest.raises(InvalidInputError):
             await cf.save_many([*good, {"content": "", "scope": "s"}])
         assert list(await cf.query("kept", "s", 10_000)) == []
+
+
+def doomed(url: str) -> int:
+    """How many entries of the scope "doomed" the server holds."""
+    [result] = hrana(url, "SELECT COUNT(*) FROM entries WHERE scope = 'doomed'")
+    return int(result["response"]["result"]["rows"][0][0]["value"])  # type: ignore[index]
+
+
+@pytest.mark.parametrize("dedupe", [True, False])
+async def test_a_save_the_server_fails_midway_writes_nothing(sqld: Sqld, dedupe: bool) -> None:
+    """A statement that fails on the server after the entry was inserted (a
+    trigger refuses its change-log row) skips the rest of its batch, COMMIT
+    included, and the request's stream closes: the server rolls it all back.
+    With duplicate detection a bulk save is two requests, the transaction
+    spanning both; without, one. Either way the write lock is let go."""
+    async with await ContextForge.open(sqld.url) as cf:
+        await cf.save("before", scope="ok")
+        [made] = hrana(
+            sqld.url,
+            "CREATE TRIGGER refuse BEFORE INSERT ON changes WHEN NEW.scope = 'doomed' "
+            "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+        )
+        assert made["type"] == "ok", made
+        with pytest.raises(StorageError, match="refused by the test"):
+            await cf.save("one doomed entry", scope="doomed", dedupe=dedupe)
+        with pytest.raises(StorageError, match="refused by the test"):
+            await cf.save_many(
+                [
+                    {"content": f"doomed entry {i}", "scope": "doomed", "dedupe": dedupe}
+                    for i in range(30)
+                ]
+            )
+        assert doomed(sqld.url) == 0
+        # Nothing holds the write lock: this handle and another one write now.
+        await cf.save("after", scope="ok")
+        async with await ContextForge.open(sqld.url) as other:
+            await other.save("from another handle", scope="ok")
+        hrana(sqld.url, "DROP TRIGGER refuse")
+        ids = await cf.save_many(
+            [{"content": f"doomed entry {i}", "scope": "doomed", "dedupe": dedupe} for i in range(30)]
+        )
+        assert doomed(sqld.url) == 30 and all(i.created for i in ids)
+        assert len(await cf.query("doomed entry", "doomed", 10_000)) == 30
 
 
 @pytest.mark.parametrize(

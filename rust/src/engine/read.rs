@@ -283,6 +283,19 @@ impl Memory {
         let searched = Instant::now();
         let drop_flagged = query.injection == InjectionPolicy::Drop;
         let mut prefetched = HashMap::new();
+        if self.store.reads_remote() {
+            // Over the network every read is a round trip: every candidate and
+            // the turn before each are read at once (with the log's head, when
+            // probed), for the diversity pass, packing and the relevance floor.
+            let mut ids: Vec<i64> = ranked.iter().flat_map(|r| [r.id, r.prev]).filter(|&id| id > 0).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            for (id, entry) in ids.iter().zip(self.fetch(&ids, probe)?) {
+                if let Some(entry) = entry {
+                    prefetched.insert(*id, entry);
+                }
+            }
+        }
         let ordered = self.diversify(&ranked, &mut prefetched, probe)?;
         let candidates: Vec<Candidate> = ordered
             .iter()
@@ -327,7 +340,9 @@ impl Memory {
                     })
                     .collect();
                 let relevant = match judge.as_mut() {
-                    Some(judge) => judge.admit(&entries, |prevs| self.entries(prevs, &prefetched))?,
+                    Some(judge) => {
+                        judge.admit(&entries, |prevs| self.entries(prevs, &prefetched, &entries))?
+                    }
                     None => vec![true; entries.len()],
                 };
                 Ok(entries
@@ -374,11 +389,18 @@ impl Memory {
         Ok((hits, timings))
     }
 
-    /// Entries by id, from `cached` where it holds them, else from the store.
-    fn entries(&self, ids: &[i64], cached: &HashMap<i64, Entry>) -> Result<Vec<Option<Entry>>> {
-        let missing: Vec<i64> = ids.iter().copied().filter(|id| !cached.contains_key(id)).collect();
+    /// Entries by id, from `cached` or `window` where they hold them, else
+    /// from the store.
+    fn entries(
+        &self,
+        ids: &[i64],
+        cached: &HashMap<i64, Entry>,
+        window: &[Option<Entry>],
+    ) -> Result<Vec<Option<Entry>>> {
+        let known = |id: &i64| cached.get(id).or_else(|| window.iter().flatten().find(|e| e.id == *id));
+        let missing: Vec<i64> = ids.iter().copied().filter(|id| known(id).is_none()).collect();
         let mut fetched = self.store.fetch(&missing)?.into_iter();
-        Ok(ids.iter().map(|id| cached.get(id).cloned().or_else(|| fetched.next().flatten())).collect())
+        Ok(ids.iter().map(|id| known(id).cloned().or_else(|| fetched.next().flatten())).collect())
     }
 
     /// For `explain`: BM25 over the content field alone, by id, for the
@@ -446,13 +468,14 @@ impl Memory {
         }
         let ids: Vec<i64> = ranked[..window].iter().map(|r| r.id).collect();
         let vectors = self.index.vectors(&ids);
-        let mut terms: Vec<Vec<u64>> = Vec::with_capacity(window);
-        for (id, entry) in ids.iter().zip(self.fetch(&ids, probe)?) {
-            terms.push(entry.as_ref().map_or_else(Vec::new, |e| word_set(&e.content)));
+        let missing: Vec<i64> = ids.iter().copied().filter(|id| !fetched.contains_key(id)).collect();
+        for (id, entry) in missing.iter().zip(self.fetch(&missing, probe)?) {
             if let Some(entry) = entry {
                 fetched.insert(*id, entry);
             }
         }
+        let terms: Vec<Vec<u64>> =
+            ids.iter().map(|id| fetched.get(id).map_or_else(Vec::new, |e| word_set(&e.content))).collect();
         let similarity = |i: usize, j: usize| match (vectors.get(&ids[i]), vectors.get(&ids[j])) {
             (Some(a), Some(b)) => crate::index::dense::dot(a, b).max(0.0),
             _ => jaccard(&terms[i], &terms[j]),

@@ -104,6 +104,9 @@ impl Store {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
+        if self.reads_remote() {
+            return Ok(self.fetch_remote(ids, false)?.0);
+        }
         let statements = fetch_statements(ids);
         let entries = self.with_lookup(|conn| {
             block_on(async {
@@ -132,18 +135,37 @@ impl Store {
         if !self.reads_remote() {
             return Ok(None);
         }
-        let mut batch = Batch::new();
-        batch.push(HEAD, []);
+        let (entries, head) = self.fetch_remote(ids, true)?;
+        Ok(Some((entries, head.unwrap_or(0))))
+    }
+
+    /// `fetch` on a server, in one round trip through our client (`hrana`),
+    /// with the log's head first when `head`.
+    fn fetch_remote(&self, ids: &[i64], head: bool) -> Result<(Vec<Option<Entry>>, Option<i64>)> {
         let statements = fetch_statements(ids);
+        let mut batch = Batch::new();
+        // Several statements read one snapshot, as `fetch` does locally.
+        let snapshot = statements.len() > 1;
+        if snapshot {
+            batch.push("BEGIN", []);
+        }
+        let at_head = head.then(|| batch.push(HEAD, []));
+        let first = batch.steps();
         for (select, params) in &statements {
             batch.push(select.as_str(), params.iter().cloned());
+        }
+        if snapshot {
+            batch.push("COMMIT", []);
         }
         let (head, entries) = self.with_reader(|conn| {
             block_on(async {
                 let mut outcome = conn.hrana()?.run(batch.clone()).await?;
-                let head = outcome.first_integer(0)?.unwrap_or(0);
+                let head = match at_head {
+                    Some(step) => Some(outcome.first_integer(step)?.unwrap_or(0)),
+                    None => None,
+                };
                 let mut entries = Vec::with_capacity(ids.len());
-                for step in 1..=statements.len() {
+                for step in first..first + statements.len() {
                     for row in outcome.rows(step)? {
                         entries.push(rows::entry(&row, 0)?);
                     }
@@ -151,7 +173,7 @@ impl Store {
                 Ok((head, entries))
             })
         })?;
-        Ok(Some((in_order(ids, entries), head)))
+        Ok((in_order(ids, entries), head))
     }
 }
 
