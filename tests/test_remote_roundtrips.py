@@ -116,6 +116,33 @@ async def test_a_query_that_packs_many_hits_is_one_round_trip(sqld: Sqld) -> Non
                 assert len(hits) > 20 and all(h.scope == f"s{i % 4}" for h in hits)
 
 
+async def test_a_query_answers_from_cached_entries_and_still_sees_other_writers(
+    sqld: Sqld,
+) -> None:
+    """Entries a query packed are kept beside the index, so the next query
+    reads only the log's head. Another process's update, move to another scope
+    and delete move the head: the next query catches up, and returns the entry
+    as it now is, or not at all."""
+    with counting_proxy(sqld.port) as proxy:
+        async with (
+            await ContextForge.open(proxy.url) as reader,
+            await ContextForge.open(sqld.url) as writer,
+        ):
+            ids = [await writer.save(f"rollout step {i} for the gateway", scope="ops") for i in range(6)]
+            assert len(await reader.query("gateway rollout", "ops", 4096)) == 6
+            n, hits = await trips(proxy, lambda: reader.query("gateway rollout", "ops", 4096))
+            assert n == 1 and len(hits) == 6
+            await writer.update(ids[0], content="rollout step 0 for the gateway, revised")
+            await writer.update(ids[1], scope="elsewhere")
+            await writer.delete(ids[2])
+            hits = await reader.query("gateway rollout", "ops", 4096)
+            by_id = {h.id: h for h in hits}
+            assert by_id[ids[0]].content == "rollout step 0 for the gateway, revised"
+            assert ids[1] not in by_id and ids[2] not in by_id and len(hits) == 4
+            moved = await reader.query("gateway rollout", "elsewhere", 4096)
+            assert [(h.id, h.scope) for h in moved] == [(ids[1], "elsewhere")]
+
+
 async def test_a_bulk_save_is_two_round_trips(sqld: Sqld) -> None:
     items = [
         {"content": f"bulk note {i} about topic {i % 7}", "scope": f"s{i % 3}"} for i in range(1200)

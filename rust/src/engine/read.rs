@@ -190,7 +190,29 @@ impl Memory {
 
     /// Entries by id for an answer. With `probe` (on a server), the first
     /// read also reads the change log's head into it.
+    /// Over the network, entries the index's cache holds are not read again
+    /// (`index/entries.rs`).
     fn fetch(&self, ids: &[i64], probe: Option<&Cell<Option<i64>>>) -> Result<Vec<Option<Entry>>> {
+        let Some(cache) = self.index.entry_cache() else { return self.fetch_stored(ids, probe) };
+        let epoch = cache.epoch();
+        let mut found = cache.get_many(ids);
+        let missing: Vec<i64> =
+            ids.iter().zip(&found).filter(|(_, e)| e.is_none()).map(|(id, _)| *id).collect();
+        if missing.is_empty() {
+            return Ok(found);
+        }
+        let read = self.fetch_stored(&missing, probe)?;
+        cache.fill(epoch, read.iter().flatten().cloned());
+        let mut read = read.into_iter();
+        for slot in found.iter_mut().filter(|e| e.is_none()) {
+            *slot = read.next().flatten();
+        }
+        Ok(found)
+    }
+
+    /// Entries by id from the store; with `probe`, the first read also reads
+    /// the change log's head into it.
+    fn fetch_stored(&self, ids: &[i64], probe: Option<&Cell<Option<i64>>>) -> Result<Vec<Option<Entry>>> {
         if let Some(probe) = probe.filter(|p| p.get().is_none() && !ids.is_empty()) {
             if let Some((entries, head)) = self.store.fetch_with_head(ids)? {
                 probe.set(Some(head));
@@ -399,7 +421,7 @@ impl Memory {
     ) -> Result<Vec<Option<Entry>>> {
         let known = |id: &i64| cached.get(id).or_else(|| window.iter().flatten().find(|e| e.id == *id));
         let missing: Vec<i64> = ids.iter().copied().filter(|id| known(id).is_none()).collect();
-        let mut fetched = self.store.fetch(&missing)?.into_iter();
+        let mut fetched = self.fetch(&missing, None)?.into_iter();
         Ok(ids.iter().map(|id| known(id).cloned().or_else(|| fetched.next().flatten())).collect())
     }
 

@@ -95,6 +95,7 @@ impl SearchIndex {
         let mut neighbours = Neighbours::default();
         loop {
             self.apply_vectors(&changes);
+            self.cache_applied(&changes, true);
             for change in &changes {
                 if change.op != ChangeOp::Insert {
                     writer.delete_term(Term::from_field_i64(self.fields.id, change.entry_id));
@@ -207,6 +208,7 @@ impl SearchIndex {
                 let full = page.len() == PAGE;
                 let extras = neighbours.extras(store, &page)?;
                 self.apply_vectors(&page);
+                self.cache_applied(&page, true);
                 upto = self.write_changes(writer, &page, &extras, upto)?;
                 uncommitted += page.len();
                 if !full {
@@ -282,11 +284,13 @@ impl SearchIndex {
             // extras held) by the slice, not by the batch.
             for slice in changes.chunks(BULK_COMMIT) {
                 let extras = neighbours.extras(store, slice)?;
+                self.cache_applied(slice, true);
                 self.commit_with(slice, &extras)?;
             }
             return Ok(());
         }
         let extras = neighbours.extras(store, &changes)?;
+        self.cache_applied(&changes, false);
         let mut analyzer = schema::analyzer();
         let prepared: Vec<(Change, Extra, [Vec<String>; tail::SCORED_FIELDS])> = changes
             .into_iter()

@@ -10,6 +10,7 @@ mod candidate;
 mod clean;
 mod collect;
 pub mod dense;
+mod entries;
 mod flusher;
 mod follow;
 mod graph;
@@ -108,9 +109,28 @@ pub struct SearchIndex {
     dir: Option<PathBuf>,
     /// A commit failed this session: the next open must count, not trust.
     commit_failed: AtomicBool,
+    /// For a store read over the network, the entries queries pack (`entries.rs`).
+    entries: Option<entries::EntryCache>,
 }
 
+pub use entries::EntryCache;
+
 impl SearchIndex {
+    /// The entries a query packs, kept for a store read over the network.
+    pub fn entry_cache(&self) -> Option<&EntryCache> {
+        self.entries.as_ref()
+    }
+
+    /// Tells the entry cache about changes being applied: a few are taken
+    /// in, a bulk only let go.
+    fn cache_applied(&self, changes: &[Change], bulk: bool) {
+        match &self.entries {
+            Some(cache) if bulk => cache.dropped(changes),
+            Some(cache) => cache.applied(changes),
+            None => {}
+        }
+    }
+
     /// The newest change the index reflects.
     pub fn applied(&self) -> i64 {
         self.applied.load(Ordering::Acquire)

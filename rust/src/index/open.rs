@@ -146,6 +146,7 @@ impl SearchIndex {
             health: RwLock::new(health),
             dir: None,
             commit_failed: AtomicBool::new(false),
+            entries: store.reads_remote().then(|| super::EntryCache::new(super::entries::CAPACITY)),
         })
     }
 
@@ -195,6 +196,9 @@ impl SearchIndex {
         *self.reader.write() = reader;
         *guard = Some(writer);
         *self.view.write() = view;
+        if let Some(cache) = &self.entries {
+            cache.clear();
+        }
         self.applied.store(0, Ordering::Release);
         self.commit_failed.store(false, Ordering::Release);
         *self.health.write() = Health::sound();

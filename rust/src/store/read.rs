@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use libsql::Value;
 
 use super::hrana::Batch;
-use super::rows::{self, opt_text, text, ENTRY_COLUMNS};
+use super::rows::{self, opt_text, text, Cells, ENTRY_COLUMNS};
 use super::{Change, ChangeOp, Store};
 use crate::entry::{Entry, Micros};
 use crate::error::Result;
@@ -360,6 +360,15 @@ impl Store {
     pub(super) fn scalar(&self, sql: &str, params: Vec<Value>) -> Result<i64> {
         self.with_reader(|conn| {
             block_on(async {
+                if conn.is_remote() {
+                    let mut batch = Batch::new();
+                    batch.push(sql, params.iter().cloned());
+                    let rows = conn.hrana()?.run(batch).await?.rows(0)?;
+                    return match rows.first() {
+                        Some(row) => Ok(row.get::<Option<i64>>(0)?.unwrap_or(0)),
+                        None => Ok(0),
+                    };
+                }
                 let mut rows = conn.query_kept(sql, params.clone()).await?;
                 match rows.next().await? {
                     Some(row) => Ok(row.get::<Option<i64>>(0)?.unwrap_or(0)),
