@@ -6,6 +6,7 @@ mod admit;
 mod audit;
 mod distill;
 mod forget;
+mod probe;
 mod read;
 mod select;
 mod vectors;

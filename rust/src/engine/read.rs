@@ -1,9 +1,9 @@
 //! query, get, list, count and scopes.
 
 use super::admit::Admit;
+use super::probe::Probe;
 use super::select::Selection;
 use super::Memory;
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -163,9 +163,9 @@ impl Memory {
             // On a server, the index is searched as it is and the log's head
             // read with the first entries: one round trip when nothing changed.
             let applied = self.index.applied();
-            let probe = Cell::new(None);
+            let probe = Probe::default();
             let answer = self.answer(query, started, Some(&probe))?;
-            let current = match probe.get() {
+            let current = match probe.finish() {
                 Some(head) => head <= applied,
                 None => {
                     self.follow()?;
@@ -192,7 +192,7 @@ impl Memory {
     /// read also reads the change log's head into it.
     /// Over the network, entries the index's cache holds are not read again
     /// (`index/entries.rs`).
-    fn fetch(&self, ids: &[i64], probe: Option<&Cell<Option<i64>>>) -> Result<Vec<Option<Entry>>> {
+    fn fetch(&self, ids: &[i64], probe: Option<&Probe>) -> Result<Vec<Option<Entry>>> {
         let Some(cache) = self.index.entry_cache() else { return self.fetch_stored(ids, probe) };
         let epoch = cache.epoch();
         let mut found = cache.get_many(ids);
@@ -212,10 +212,10 @@ impl Memory {
 
     /// Entries by id from the store; with `probe`, the first read also reads
     /// the change log's head into it.
-    fn fetch_stored(&self, ids: &[i64], probe: Option<&Cell<Option<i64>>>) -> Result<Vec<Option<Entry>>> {
-        if let Some(probe) = probe.filter(|p| p.get().is_none() && !ids.is_empty()) {
+    fn fetch_stored(&self, ids: &[i64], probe: Option<&Probe>) -> Result<Vec<Option<Entry>>> {
+        if let Some(probe) = probe.filter(|p| p.wants_head() && !ids.is_empty()) {
             if let Some((entries, head)) = self.store.fetch_with_head(ids)? {
-                probe.set(Some(head));
+                probe.set(head);
                 return Ok(entries);
             }
         }
@@ -280,12 +280,7 @@ impl Memory {
 
     /// Ranks and packs `query` over the index as it is (see `fetch` for
     /// `probe`). The caller notes what it returns (`noted`).
-    fn answer(
-        &self,
-        query: &Query,
-        started: Instant,
-        probe: Option<&Cell<Option<i64>>>,
-    ) -> Result<(Vec<Hit>, Timings)> {
+    fn answer(&self, query: &Query, started: Instant, probe: Option<&Probe>) -> Result<(Vec<Hit>, Timings)> {
         let since = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
         let synced = Instant::now();
         let now = query.now.unwrap_or_else(now_micros);
@@ -312,6 +307,12 @@ impl Memory {
             let mut ids: Vec<i64> = ranked.iter().flat_map(|r| [r.id, r.prev]).filter(|&id| id > 0).collect();
             ids.sort_unstable();
             ids.dedup();
+            // All of them cached: the head is read while the query packs.
+            if let (Some(probe), Some(cache)) = (probe, self.index.entry_cache()) {
+                if cache.holds_all(&ids) {
+                    probe.start(|| self.store.start_head());
+                }
+            }
             for (id, entry) in ids.iter().zip(self.fetch(&ids, probe)?) {
                 if let Some(entry) = entry {
                     prefetched.insert(*id, entry);
@@ -481,7 +482,7 @@ impl Memory {
         &self,
         ranked: &[Ranked],
         fetched: &mut HashMap<i64, Entry>,
-        probe: Option<&Cell<Option<i64>>>,
+        probe: Option<&Probe>,
     ) -> Result<Vec<(Ranked, f32)>> {
         let mmr = self.config.mmr;
         let window = mmr.window.min(ranked.len());

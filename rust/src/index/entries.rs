@@ -50,6 +50,12 @@ impl EntryCache {
         ids.iter().map(|id| entries.get(id).cloned()).collect()
     }
 
+    /// Whether every one of `ids` is cached.
+    pub fn holds_all(&self, ids: &[i64]) -> bool {
+        let entries = self.entries.lock();
+        ids.iter().all(|id| entries.contains_key(id))
+    }
+
     /// Takes in applied changes: their entries as they now are, or their removal.
     pub fn applied(&self, changes: &[Change]) {
         let mut entries = self.entries.lock();

@@ -46,7 +46,7 @@ pub use audit::Logged;
 pub use change_log::Written;
 pub use encryption::EncryptionKey;
 pub use forget::{Forget, Forgotten};
-pub use read::ListFilter;
+pub use read::{ListFilter, PendingHead};
 pub use reads::Read;
 pub use retention::Retention;
 pub use schema::SCHEMA_VERSION;

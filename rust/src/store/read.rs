@@ -1,6 +1,7 @@
 //! Reads: lookups, the change log, counts and newest-first listing.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use libsql::Value;
 
@@ -8,8 +9,8 @@ use super::hrana::Batch;
 use super::rows::{self, opt_text, text, Cells, ENTRY_COLUMNS};
 use super::{Change, ChangeOp, Store};
 use crate::entry::{Entry, Micros};
-use crate::error::Result;
-use crate::runtime::block_on;
+use crate::error::{Error, Result};
+use crate::runtime::{block_on, runtime};
 
 /// The list lengths `fetch` pads to, so that it keeps a few statements.
 const FETCH_WIDTHS: [usize; 6] = [8, 16, 32, 64, 128, 256];
@@ -218,10 +219,31 @@ fn in_order(ids: &[i64], entries: Vec<Entry>) -> Vec<Option<Entry>> {
 /// The newest change number, or 0 for an empty log.
 const HEAD: &str = "SELECT COALESCE(MAX(seq), 0) FROM changes";
 
+/// The log's head, being read from a server in the background.
+pub struct PendingHead(tokio::task::JoinHandle<Result<i64>>);
+
+impl PendingHead {
+    /// Waits for the head (from a thread that may block).
+    pub fn wait(self) -> Result<i64> {
+        block_on(self.0).map_err(|err| Error::Internal(format!("reading the head stopped: {err}")))?
+    }
+}
+
 impl Store {
     /// The newest change number, or 0 for an empty log.
     pub fn head(&self) -> Result<i64> {
         self.scalar(HEAD, vec![])
+    }
+
+    /// `head`, read in the background from a server without a replica;
+    /// `None` elsewhere.
+    pub fn start_head(&self) -> Option<PendingHead> {
+        let client = Arc::clone(self.hrana.as_ref().filter(|_| self.reads_remote())?);
+        Some(PendingHead(runtime().spawn(async move {
+            let mut batch = Batch::new();
+            batch.push(HEAD, []);
+            Ok(client.run(batch).await?.first_integer(0)?.unwrap_or(0))
+        })))
     }
 
     pub fn count(&self, filter: &ListFilter) -> Result<i64> {
