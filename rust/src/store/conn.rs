@@ -72,7 +72,7 @@ impl Conn {
     /// all ran (it begins its transaction and commits it).
     pub async fn run_while_locked(&self, batch: &hrana::Batch) -> Result<hrana::Outcome> {
         let client = self.hrana()?;
-        self.while_locked(|| client.run(batch.clone())).await
+        self.while_locked(|| std::future::ready(client.run(batch.clone()))).await
     }
 
     /// Runs `attempt`, and on a server runs it again while it finds the

@@ -160,7 +160,7 @@ impl Store {
         }
         let (head, entries) = self.with_reader(|conn| {
             block_on(async {
-                let mut outcome = conn.hrana()?.run(batch.clone()).await?;
+                let mut outcome = conn.hrana()?.run(batch.clone())?;
                 let head = match at_head {
                     Some(step) => Some(outcome.first_integer(step)?.unwrap_or(0)),
                     None => None,
@@ -239,10 +239,10 @@ impl Store {
     /// `None` elsewhere.
     pub fn start_head(&self) -> Option<PendingHead> {
         let client = Arc::clone(self.hrana.as_ref().filter(|_| self.reads_remote())?);
-        Some(PendingHead(runtime().spawn(async move {
+        Some(PendingHead(runtime().spawn_blocking(move || {
             let mut batch = Batch::new();
             batch.push(HEAD, []);
-            Ok(client.run(batch).await?.first_integer(0)?.unwrap_or(0))
+            Ok(client.run(batch)?.first_integer(0)?.unwrap_or(0))
         })))
     }
 
@@ -385,7 +385,7 @@ impl Store {
                 if conn.is_remote() {
                     let mut batch = Batch::new();
                     batch.push(sql, params.iter().cloned());
-                    let rows = conn.hrana()?.run(batch).await?.rows(0)?;
+                    let rows = conn.hrana()?.run(batch)?.rows(0)?;
                     return match rows.first() {
                         Some(row) => Ok(row.get::<Option<i64>>(0)?.unwrap_or(0)),
                         None => Ok(0),

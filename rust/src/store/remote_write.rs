@@ -137,13 +137,14 @@ pub(super) async fn insert_many(conn: &Conn, entries: &[PreparedEntry], now: Mic
             lookup.push(sql, []);
         }
         // A BEGIN that found the database locked began nothing: sent again.
-        let (mut outcome, stream) = conn.while_locked(|| client.begin(lookup.clone())).await?;
+        let (mut outcome, stream) =
+            conn.while_locked(|| std::future::ready(client.begin(lookup.clone()))).await?;
         open = Some(stream);
         match stored_by_key(&mut outcome, lookup.steps()) {
             Ok(found) => found,
             Err(err) => {
                 if let Some(stream) = open {
-                    client.abandon(stream).await;
+                    client.abandon(stream);
                 }
                 return Err(err);
             }
@@ -195,7 +196,7 @@ pub(super) async fn insert_many(conn: &Conn, entries: &[PreparedEntry], now: Mic
     // nothing. With one, a failed batch skips its COMMIT and its request
     // closes the stream: the server rolls the transaction back.
     let mut outcome = match open {
-        Some(stream) => client.finish(stream, batch).await?,
+        Some(stream) => client.finish(stream, batch)?,
         None => conn.run_while_locked(&batch).await?,
     };
     let (mut ids, mut seqs) = (Vec::with_capacity(plan.rows.len()), Vec::with_capacity(plan.rows.len()));

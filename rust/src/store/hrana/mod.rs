@@ -8,7 +8,8 @@
 //! our side of the wire. This one sends statements already split, with their
 //! arguments as values (no SQL parsing, nothing written into the SQL), and
 //! speaks Hrana's protobuf encoding (`/v3-protobuf/pipeline`), which both ends
-//! read without a text pass.
+//! read without a text pass, on the calling thread (`wire.rs`). Its calls
+//! block: they run where libSQL's local calls run.
 //!
 //! Each step of a batch runs only if the step before it succeeded, so a batch
 //! that begins a transaction and ends with COMMIT writes all or nothing; the
@@ -19,6 +20,8 @@
 mod proto;
 #[cfg(feature = "remote")]
 mod send;
+#[cfg(feature = "remote")]
+mod wire;
 
 use std::collections::HashMap;
 
@@ -149,19 +152,19 @@ impl Client {
         Err(Error::invalid(format!("{url:?} is a server URL, but this build has no libSQL server support")))
     }
 
-    pub async fn run(&self, _batch: Batch) -> Result<Outcome> {
+    pub fn run(&self, _batch: Batch) -> Result<Outcome> {
         match *self {}
     }
 
-    pub async fn begin(&self, _batch: Batch) -> Result<(Outcome, Open)> {
+    pub fn begin(&self, _batch: Batch) -> Result<(Outcome, Open)> {
         match *self {}
     }
 
-    pub async fn finish(&self, open: Open, _batch: Batch) -> Result<Outcome> {
+    pub fn finish(&self, open: Open, _batch: Batch) -> Result<Outcome> {
         match open {}
     }
 
-    pub async fn abandon(&self, open: Open) {
+    pub fn abandon(&self, open: Open) {
         match open {}
     }
 }

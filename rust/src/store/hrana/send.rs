@@ -1,78 +1,63 @@
-//! Pipeline requests over HTTP(S), with the connector libSQL's own client
-//! uses (rustls, the platform's roots and `SSL_CERT_FILE`, `http://` too).
+//! Pipeline requests to a server (`wire.rs` carries them).
 
-use bytes::Bytes;
-use hyper::client::HttpConnector;
-use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
-use hyper::{Body, Request, StatusCode, Uri};
-use hyper_rustls::HttpsConnector;
 use prost::Message;
 
+use super::wire::Wire;
 use super::{proto, Batch, Outcome};
 use crate::error::{Error, Result};
 
 const PIPELINE: &str = "/v3-protobuf/pipeline";
 
 pub(crate) struct Client {
-    http: hyper::Client<HttpsConnector<HttpConnector>, Body>,
-    pipeline: Uri,
-    /// `Bearer <token>`, marked sensitive; never printed.
-    auth: Option<HeaderValue>,
+    wire: Wire,
+    /// `/v3-protobuf/pipeline`, with the URL's query string.
+    path: String,
+    /// `Authorization: Bearer <token>`; never printed.
+    auth: Option<String>,
 }
 
 /// A stream left open by `begin`, holding its transaction until `finish` or
 /// `abandon`.
 pub(crate) struct Open {
     baton: String,
-    url: Uri,
+    /// Where the server asked the stream's next request to go.
+    elsewhere: Option<Client>,
 }
 
 impl Client {
     /// A client for the server at `url` (`http://`, `https://` or `libsql://`).
     pub fn new(url: &str, token: Option<&str>) -> Result<Self> {
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_native_roots()
-            .map_err(|err| Error::plain_storage(format!("cannot load the TLS root certificates: {err}")))?
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
         let auth = match token.filter(|t| !t.is_empty()) {
-            Some(token) => {
-                let mut value = HeaderValue::try_from(format!("Bearer {token}")).map_err(|_| {
-                    Error::invalid("the auth token holds characters an HTTP header cannot carry")
-                })?;
-                value.set_sensitive(true);
-                Some(value)
+            Some(token) if token.bytes().any(|b| b.is_ascii_control()) => {
+                return Err(Error::invalid("the auth token holds characters an HTTP header cannot carry"));
             }
+            Some(token) => Some(format!("Authorization: Bearer {token}")),
             None => None,
         };
-        Ok(Self { http: hyper::Client::builder().build(connector), pipeline: pipeline_url(url)?, auth })
+        let (https, host, port, path) = split_url(url)?;
+        Ok(Self { wire: Wire::new(https, &host, port)?, path, auth })
     }
 
     /// Runs `batch` in a stream of its own, closed by the same request.
-    pub async fn run(&self, batch: Batch) -> Result<Outcome> {
-        let mut response = self.send(&self.pipeline, None, vec![batch.into_request(), close()]).await?;
+    pub fn run(&self, batch: Batch) -> Result<Outcome> {
+        let mut response = self.send(None, vec![batch.into_request(), close()])?;
         outcome(&mut response, 0)
     }
 
     /// Runs `batch` and leaves its stream (and any transaction it began) open.
-    pub async fn begin(&self, batch: Batch) -> Result<(Outcome, Open)> {
-        let mut response = self.send(&self.pipeline, None, vec![batch.into_request()]).await?;
-        let baton = response.baton.take();
-        let url = match response.base_url.take() {
-            Some(base) => pipeline_url(&base)?,
-            None => self.pipeline.clone(),
+    pub fn begin(&self, batch: Batch) -> Result<(Outcome, Open)> {
+        let mut response = self.send(None, vec![batch.into_request()])?;
+        let elsewhere = match response.base_url.take() {
+            Some(base) => Some(Client::new(&base, None).map(|c| Client { auth: self.auth.clone(), ..c })?),
+            None => None,
         };
-        let open = baton.map(|baton| Open { baton, url });
+        let open = response.baton.take().map(|baton| Open { baton, elsewhere });
         match (outcome(&mut response, 0), open) {
             (Ok(outcome), Some(open)) => Ok((outcome, open)),
             (Ok(_), None) => Err(Error::hrana("stream closed: `the server gave no baton`".into())),
             (Err(err), open) => {
                 if let Some(open) = open {
-                    self.abandon(open).await;
+                    self.abandon(open);
                 }
                 Err(err)
             }
@@ -80,39 +65,57 @@ impl Client {
     }
 
     /// Runs `batch` on the stream `open` and closes it.
-    pub async fn finish(&self, open: Open, batch: Batch) -> Result<Outcome> {
-        let mut response =
-            self.send(&open.url, Some(open.baton), vec![batch.into_request(), close()]).await?;
+    pub fn finish(&self, open: Open, batch: Batch) -> Result<Outcome> {
+        let via = open.elsewhere.as_ref().unwrap_or(self);
+        let mut response = via.send(Some(open.baton), vec![batch.into_request(), close()])?;
         outcome(&mut response, 0)
     }
 
     /// Closes the stream `open`, rolling back what it did not commit; a
     /// failure is left to the server, which drops idle streams.
-    pub async fn abandon(&self, open: Open) {
-        let _ = self.send(&open.url, Some(open.baton), vec![close()]).await;
+    pub fn abandon(&self, open: Open) {
+        let via = open.elsewhere.as_ref().unwrap_or(self);
+        let _ = via.send(Some(open.baton), vec![close()]);
     }
 
-    async fn send(
+    fn send(
         &self,
-        url: &Uri,
         baton: Option<String>,
         requests: Vec<proto::StreamRequest>,
     ) -> Result<proto::PipelineResponse> {
         let body = proto::PipelineRequest { baton, requests }.encode_to_vec();
-        let mut request = Request::post(url.clone()).header(CONTENT_TYPE, "application/x-protobuf");
+        let mut headers = vec!["Content-Type: application/x-protobuf"];
         if let Some(auth) = &self.auth {
-            request = request.header(AUTHORIZATION, auth.clone());
+            headers.push(auth);
         }
-        let request = request.body(Body::from(body)).map_err(|err| Error::Internal(err.to_string()))?;
-        let response = self.http.request(request).await.map_err(transport)?;
-        let status = response.status();
-        let body: Bytes = hyper::body::to_bytes(response.into_body()).await.map_err(transport)?;
-        if status != StatusCode::OK {
-            let text = String::from_utf8_lossy(&body);
-            return Err(Error::hrana(format!("api error: `status={status}, body={text}`")));
+        let answer = self.wire.post(&self.path, &headers, &body)?;
+        if answer.status != 200 {
+            let text = String::from_utf8_lossy(&answer.body);
+            return Err(Error::hrana(format!(
+                "api error: `status={} {}, body={text}`",
+                answer.status,
+                reason(answer.status)
+            )));
         }
-        proto::PipelineResponse::decode(body)
+        proto::PipelineResponse::decode(answer.body.as_slice())
             .map_err(|err| Error::hrana(format!("unexpected response: `{err}`")))
+    }
+}
+
+/// The reason phrase of the statuses a server answers with.
+fn reason(status: u16) -> &'static str {
+    match status {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "",
     }
 }
 
@@ -135,36 +138,64 @@ fn outcome(response: &mut proto::PipelineResponse, index: usize) -> Result<Outco
     }
 }
 
-fn transport(err: hyper::Error) -> Error {
-    Error::hrana(format!("http error: `{err}`"))
-}
-
-/// `{url}/v3-protobuf/pipeline`, keeping a query string; `libsql://` is
-/// served over TLS.
-fn pipeline_url(url: &str) -> Result<Uri> {
-    let url = match url.strip_prefix("libsql://") {
-        Some(rest) => format!("https://{rest}"),
-        None => url.to_owned(),
+/// `(https, host, port, path)` for `url`: `libsql://` is served over TLS, and
+/// a query string is kept after the pipeline's path.
+fn split_url(url: &str) -> Result<(bool, String, Option<u16>, String)> {
+    let bad = |why: &str| Error::invalid(format!("{url:?} is not a server URL: {why}"));
+    let (https, rest) = if let Some(rest) = url.strip_prefix("https://") {
+        (true, rest)
+    } else if let Some(rest) = url.strip_prefix("libsql://") {
+        (true, rest)
+    } else if let Some(rest) = url.strip_prefix("http://") {
+        (false, rest)
+    } else {
+        return Err(bad("it needs http://, https:// or libsql://"));
     };
-    let (base, query) = match url.find('?') {
-        Some(at) => (&url[..at], &url[at..]),
-        None => (url.as_str(), ""),
+    let (before_query, query) = match rest.find('?') {
+        Some(at) => (&rest[..at], &rest[at..]),
+        None => (rest, ""),
     };
-    format!("{}{PIPELINE}{query}", base.trim_end_matches('/'))
-        .parse()
-        .map_err(|err| Error::invalid(format!("{url:?} is not a server URL: {err}")))
+    let (authority, base) = match before_query.find('/') {
+        Some(at) => (&before_query[..at], before_query[at..].trim_end_matches('/')),
+        None => (before_query, ""),
+    };
+    if authority.is_empty() || authority.contains('@') {
+        return Err(bad("it names no host"));
+    }
+    let (host, port) = match authority.rfind(':') {
+        Some(at) if !authority[at..].contains(']') => {
+            let port = authority[at + 1..].parse::<u16>().map_err(|_| bad("its port is not a number"))?;
+            (&authority[..at], Some(port))
+        }
+        _ => (authority, None),
+    };
+    if host.is_empty() {
+        return Err(bad("it names no host"));
+    }
+    Ok((https, host.to_owned(), port, format!("{base}{PIPELINE}{query}")))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::pipeline_url;
+    use super::split_url;
 
     #[test]
-    fn pipeline_urls() {
-        let url = |s: &str| pipeline_url(s).expect("a URL").to_string();
-        assert_eq!(url("http://127.0.0.1:8080"), "http://127.0.0.1:8080/v3-protobuf/pipeline");
-        assert_eq!(url("http://127.0.0.1:8080/"), "http://127.0.0.1:8080/v3-protobuf/pipeline");
-        assert_eq!(url("libsql://db.example.com"), "https://db.example.com/v3-protobuf/pipeline");
-        assert_eq!(url("https://h/?x=1"), "https://h/v3-protobuf/pipeline?x=1");
+    fn server_urls() {
+        let split = |s: &str| split_url(s).expect("a URL");
+        assert_eq!(
+            split("http://127.0.0.1:8080"),
+            (false, "127.0.0.1".into(), Some(8080), "/v3-protobuf/pipeline".into())
+        );
+        assert_eq!(split("http://127.0.0.1:8080/").3, "/v3-protobuf/pipeline");
+        assert_eq!(
+            split("libsql://db.example.com"),
+            (true, "db.example.com".into(), None, "/v3-protobuf/pipeline".into())
+        );
+        assert_eq!(
+            split("https://h/base/?x=1"),
+            (true, "h".into(), None, "/base/v3-protobuf/pipeline?x=1".into())
+        );
+        assert_eq!(split("http://[::1]:9000").1, "[::1]");
+        assert!(split_url("ftp://h").is_err() && split_url("http://:80").is_err());
     }
 }
