@@ -173,6 +173,12 @@ impl Memory {
         self.store.rekey(key)
     }
 
+    /// Whether saves go over the network (a libSQL server, with or without
+    /// a replica), and whether reads do (a server without a replica).
+    pub fn over_network(&self) -> (bool, bool) {
+        (self.store.is_remote(), self.store.reads_remote())
+    }
+
     /// Whether the database file is encrypted.
     pub fn is_encrypted(&self) -> bool {
         self.store.is_encrypted()

@@ -7,7 +7,7 @@ use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
 use parking_lot::RwLock;
 use pyo3::prelude::*;
 
-use super::bridge::{awaitable, quick, Answer, Wait};
+use super::bridge::{awaitable, awaitable_on, paths, quick, Answer, Paths, Wait};
 use super::context::Context;
 use super::errors::{to_py, ClosedError};
 use super::hit::Hit;
@@ -24,6 +24,10 @@ use crate::error::Error;
 #[pyclass(frozen, module = "contextforge._core")]
 pub struct Engine {
     core: RwLock<Option<Arc<Core>>>,
+    /// The bridge's shortcuts for saves and for queries: a call that always
+    /// crosses the network is not waited for awake.
+    writes: Paths,
+    reads: Paths,
 }
 
 impl Engine {
@@ -76,7 +80,13 @@ impl Engine {
         let config = Config::try_from(config.0).map_err(to_py)?;
         awaitable(py, move || {
             let core = Core::open(config)?;
-            Ok(Engine { core: RwLock::new(Some(Arc::new(core))) })
+            let (remote_writes, remote_reads) = core.over_network();
+            let pick = |networked: bool| if networked { paths().networked() } else { paths() };
+            Ok(Engine {
+                core: RwLock::new(Some(Arc::new(core))),
+                writes: pick(remote_writes),
+                reads: pick(remote_reads),
+            })
         })
     }
 
@@ -103,7 +113,7 @@ impl Engine {
     ) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         let entries = new_entries(items.0, matrix_rows(embeddings))?;
-        awaitable(py, move || core.save_detailed(entries))
+        awaitable_on(py, self.writes, move || core.save_detailed(entries))
     }
 
     /// The tokens each text holds by the store's tokenizer, counted without
@@ -214,7 +224,7 @@ impl Engine {
     fn query<'py>(&self, py: Python<'py>, query: Record<QueryRecord<'py>>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         let (query, _) = query.0.query();
-        quick(py, move |wait| {
+        quick(py, self.reads, move |wait| {
             let answer = match wait {
                 Wait::Allowed => Answer::Ready(core.query_timed(&query)?),
                 Wait::Never => Answer::from(core.try_query_timed(&query)?),
@@ -231,7 +241,7 @@ impl Engine {
     fn context<'py>(&self, py: Python<'py>, query: Record<QueryRecord<'py>>) -> PyResult<Bound<'py, PyAny>> {
         let core = self.core()?;
         let (query, order) = query.0.query();
-        quick(py, move |wait| {
+        quick(py, self.reads, move |wait| {
             let context = match wait {
                 Wait::Allowed => Answer::Ready(core.context(&query, order)?),
                 Wait::Never => Answer::from(core.try_context(&query, order)?),

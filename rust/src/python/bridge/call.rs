@@ -11,7 +11,7 @@ use super::handoff::{start, Handoff};
 use super::inbox::inbox;
 use super::outcome::{answer_waiting, guarded, outcome, Answer, Quick, Wait};
 use super::pending::Pending;
-use super::switch::paths;
+use super::switch::{paths, Paths};
 use super::workers;
 use crate::error::Result;
 
@@ -21,11 +21,19 @@ where
     F: FnOnce() -> Result<T> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
+    awaitable_on(py, paths(), f)
+}
+
+/// `awaitable`, taking only the shortcuts in `paths`.
+pub fn awaitable_on<'py, T, F>(py: Python<'py>, paths: Paths, f: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: FnOnce() -> Result<T> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
     let event_loop = running_loop(py)?;
     let future = event_loop.call_method0("create_future")?;
     let target = future.clone().unbind();
     let job = move || outcome(guarded(f));
-    let paths = paths();
     match inbox(&event_loop) {
         Some(inbox) if paths.awake => {
             let handoff = Arc::new(Handoff::new());
@@ -51,7 +59,10 @@ where
 /// then, if the loop has nothing else to run, `f(Wait::Never)` runs right there on the loop's thread,
 /// without the GIL, and otherwise `f(Wait::Allowed)` runs on a worker. With both shortcuts off it starts
 /// on a worker at once.
-pub fn quick<'py, T, F>(py: Python<'py>, mut f: F) -> PyResult<Bound<'py, PyAny>>
+///
+/// Only the shortcuts in `paths` are taken (`paths()`, or fewer for a store
+/// over the network).
+pub fn quick<'py, T, F>(py: Python<'py>, paths: Paths, mut f: F) -> PyResult<Bound<'py, PyAny>>
 where
     F: FnMut(Wait) -> Result<Answer<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
@@ -63,7 +74,6 @@ where
         Ok(Answer::WouldWait) => Answer::WouldWait,
         Err(err) => Answer::Ready(outcome::<T>(Err(err))),
     });
-    let paths = paths();
     match inbox(&event_loop) {
         Some(inbox) if paths.inline || paths.awake => {
             let pending = Pending::quick(future.unbind(), event_loop.unbind(), inbox, job, paths);

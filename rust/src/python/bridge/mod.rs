@@ -69,9 +69,10 @@ mod pending;
 mod switch;
 mod workers;
 
-pub use call::{awaitable, quick};
+pub use call::{awaitable, awaitable_on, quick};
 pub use fallback::_shutdown;
 pub use outcome::{Answer, Wait};
+pub use switch::{paths, Paths};
 
 /// Reads `CONTEXTFORGE_PLAIN_CALLS`; called when the module is imported.
 pub fn read_switch() {

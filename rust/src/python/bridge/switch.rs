@@ -16,6 +16,15 @@ pub struct Paths {
     pub awake: bool,
 }
 
+impl Paths {
+    /// These paths for a call that always crosses the network: waiting awake
+    /// would spin for all of `SPIN` and then give up, taking a core from the
+    /// threads the call needs.
+    pub fn networked(self) -> Self {
+        Self { awake: false, ..self }
+    }
+}
+
 pub const VARIABLE: &str = "CONTEXTFORGE_PLAIN_CALLS";
 
 /// This process's paths, read from the environment on first use.
