@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use libsql::Value;
 
-use super::hrana::Batch;
+use super::hrana::{self, Batch};
 use super::rows::{self, opt_text, text, Cells, ENTRY_COLUMNS};
 use super::{Change, ChangeOp, Store};
 use crate::entry::{Entry, Micros};
-use crate::error::{Error, Result};
-use crate::runtime::{block_on, runtime};
+use crate::error::Result;
+use crate::runtime::block_on;
 
 /// The list lengths `fetch` pads to, so that it keeps a few statements.
 const FETCH_WIDTHS: [usize; 6] = [8, 16, 32, 64, 128, 256];
@@ -219,13 +219,14 @@ fn in_order(ids: &[i64], entries: Vec<Entry>) -> Vec<Option<Entry>> {
 /// The newest change number, or 0 for an empty log.
 const HEAD: &str = "SELECT COALESCE(MAX(seq), 0) FROM changes";
 
-/// The log's head, being read from a server in the background.
-pub struct PendingHead(tokio::task::JoinHandle<Result<i64>>);
+/// The log's head, asked of a server and not yet read: the request is on the
+/// wire while the query goes on.
+pub struct PendingHead(Arc<hrana::Client>, hrana::Started);
 
 impl PendingHead {
-    /// Waits for the head (from a thread that may block).
+    /// Reads the answer (waiting for it).
     pub fn wait(self) -> Result<i64> {
-        block_on(self.0).map_err(|err| Error::Internal(format!("reading the head stopped: {err}")))?
+        Ok(self.0.outcome(self.1)?.first_integer(0)?.unwrap_or(0))
     }
 }
 
@@ -235,15 +236,15 @@ impl Store {
         self.scalar(HEAD, vec![])
     }
 
-    /// `head`, read in the background from a server without a replica;
-    /// `None` elsewhere.
+    /// `head`, asked of a server without a replica and read later
+    /// (`PendingHead::wait`); `None` elsewhere, or when the request could not
+    /// be sent.
     pub fn start_head(&self) -> Option<PendingHead> {
         let client = Arc::clone(self.hrana.as_ref().filter(|_| self.reads_remote())?);
-        Some(PendingHead(runtime().spawn_blocking(move || {
-            let mut batch = Batch::new();
-            batch.push(HEAD, []);
-            Ok(client.run(batch)?.first_integer(0)?.unwrap_or(0))
-        })))
+        let mut batch = Batch::new();
+        batch.push(HEAD, []);
+        let started = client.start(batch).ok()?;
+        Some(PendingHead(client, started))
     }
 
     pub fn count(&self, filter: &ListFilter) -> Result<i64> {

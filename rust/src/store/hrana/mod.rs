@@ -137,7 +137,7 @@ impl Cells for Row {
 }
 
 #[cfg(feature = "remote")]
-pub(crate) use send::Client;
+pub(crate) use send::{Client, Started};
 
 /// Without server support there is no server to send to.
 #[cfg(not(feature = "remote"))]
@@ -147,6 +147,9 @@ pub(crate) enum Client {}
 pub(crate) enum Open {}
 
 #[cfg(not(feature = "remote"))]
+pub(crate) enum Started {}
+
+#[cfg(not(feature = "remote"))]
 impl Client {
     pub fn new(url: &str, _token: Option<&str>) -> Result<Self> {
         Err(Error::invalid(format!("{url:?} is a server URL, but this build has no libSQL server support")))
@@ -154,6 +157,14 @@ impl Client {
 
     pub fn run(&self, _batch: Batch) -> Result<Outcome> {
         match *self {}
+    }
+
+    pub fn start(&self, _batch: Batch) -> Result<Started> {
+        match *self {}
+    }
+
+    pub fn outcome(&self, started: Started) -> Result<Outcome> {
+        match started {}
     }
 
     pub fn begin(&self, _batch: Batch) -> Result<(Outcome, Open)> {

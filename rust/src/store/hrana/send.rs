@@ -2,7 +2,7 @@
 
 use prost::Message;
 
-use super::wire::Wire;
+use super::wire::{Sent, Wire};
 use super::{proto, Batch, Outcome};
 use crate::error::{Error, Result};
 
@@ -15,6 +15,9 @@ pub(crate) struct Client {
     /// `Authorization: Bearer <token>`; never printed.
     auth: Option<String>,
 }
+
+/// A batch sent by `start`, whose outcome is still to be read.
+pub(crate) struct Started(Sent);
 
 /// A stream left open by `begin`, holding its transaction until `finish` or
 /// `abandon`.
@@ -78,17 +81,36 @@ impl Client {
         let _ = via.send(Some(open.baton), vec![close()]);
     }
 
+    /// `run`'s first half: `batch` is sent, its outcome not yet read.
+    pub fn start(&self, batch: Batch) -> Result<Started> {
+        self.write(None, vec![batch.into_request(), close()]).map(Started)
+    }
+
+    /// `run`'s second half.
+    pub fn outcome(&self, started: Started) -> Result<Outcome> {
+        outcome(&mut self.read(started.0)?, 0)
+    }
+
     fn send(
         &self,
         baton: Option<String>,
         requests: Vec<proto::StreamRequest>,
     ) -> Result<proto::PipelineResponse> {
+        let sent = self.write(baton, requests)?;
+        self.read(sent)
+    }
+
+    fn write(&self, baton: Option<String>, requests: Vec<proto::StreamRequest>) -> Result<Sent> {
         let body = proto::PipelineRequest { baton, requests }.encode_to_vec();
         let mut headers = vec!["Content-Type: application/x-protobuf"];
         if let Some(auth) = &self.auth {
             headers.push(auth);
         }
-        let answer = self.wire.post(&self.path, &headers, &body)?;
+        self.wire.send(&self.path, &headers, &body)
+    }
+
+    fn read(&self, sent: Sent) -> Result<proto::PipelineResponse> {
+        let answer = self.wire.receive(sent)?;
         if answer.status != 200 {
             let text = String::from_utf8_lossy(&answer.body);
             return Err(Error::hrana(format!(

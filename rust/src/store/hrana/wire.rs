@@ -83,6 +83,9 @@ impl Write for Stream {
     }
 }
 
+/// A request written, whose answer is still to be read (by `Wire::receive`).
+pub(super) struct Sent(Link);
+
 /// A server's answer: its status and body.
 pub(super) struct Answer {
     pub status: u16,
@@ -101,9 +104,10 @@ impl Wire {
     }
 
     /// POSTs `body` to `path` with `headers` (each a full `Name: value` line
-    /// without its CRLF). A kept connection the server closed meanwhile is
-    /// found before anything is written, and another one is used.
-    pub fn post(&self, path: &str, headers: &[&str], body: &[u8]) -> Result<Answer> {
+    /// without its CRLF): the request is written, and `receive` reads its
+    /// answer. A kept connection the server closed meanwhile is found before
+    /// anything is written, and another one is used.
+    pub fn send(&self, path: &str, headers: &[&str], body: &[u8]) -> Result<Sent> {
         let mut request = Vec::with_capacity(body.len() + 256);
         let _ = write!(
             request,
@@ -121,7 +125,14 @@ impl Wire {
             Some(link) => link,
             None => self.connect()?,
         };
-        let (answer, reusable) = exchange(&mut link, &request).map_err(|err| lost(&err))?;
+        link.stream.write_all(&request).and_then(|()| link.stream.flush()).map_err(|err| lost(&err))?;
+        Ok(Sent(link))
+    }
+
+    /// The answer to a request `send` wrote.
+    pub fn receive(&self, sent: Sent) -> Result<Answer> {
+        let mut link = sent.0;
+        let (answer, reusable) = read_answer(&mut link).map_err(|err| lost(&err))?;
         if reusable {
             let mut idle = self.idle.lock();
             if idle.len() < KEPT {
@@ -186,10 +197,9 @@ fn open(socket: &TcpStream) -> bool {
     got < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
 }
 
-/// Writes `request` and reads the answer; whether the connection may be reused.
-fn exchange(link: &mut Link, request: &[u8]) -> io::Result<(Answer, bool)> {
-    link.stream.write_all(request)?;
-    link.stream.flush()?;
+/// Reads the answer to the request just written; whether the connection may
+/// be reused.
+fn read_answer(link: &mut Link) -> io::Result<(Answer, bool)> {
     let buf = &mut link.buf;
     buf.clear();
     let mut chunk = [0u8; 16 * 1024];
