@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import urllib.request
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -6,6 +6,7 @@ another process's writes, text that looks like SQL, all-or-nothing bulk saves.""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TypeVar
 
 import pytest
@@ -94,7 +95,20 @@ async def test_a_query_that_packs_many_hits_is_one_round_trip(sqld: Sqld) -> Non
     rounds, refusing near-duplicates and weak replies as they go; over the
     network each round was a request (up to 17 for one query). Every candidate
     and the turn before it are now read at once, with the log's head."""
-    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
+    words = [
+        "alpha",
+        "bravo",
+        "charlie",
+        "delta",
+        "echo",
+        "foxtrot",
+        "golf",
+        "hotel",
+        "india",
+        "juliet",
+        "kilo",
+        "lima",
+    ]
     with counting_proxy(sqld.port) as proxy:
         async with await ContextForge.open(proxy.url) as cf:
             await cf.save_many(
@@ -109,11 +123,10 @@ async def test_a_query_that_packs_many_hits_is_one_round_trip(sqld: Sqld) -> Non
             )
             await cf.query("alpha entry", "s0", 512)
             for i in range(24):
-                n, hits = await trips(
-                    proxy, lambda i=i: cf.query(f"{words[i % 12]} entry", f"s{i % 4}", 512)
-                )
+                text, scope = f"{words[i % 12]} entry", f"s{i % 4}"
+                n, hits = await trips(proxy, partial(cf.query, text, scope, 512))
                 assert n == 1, (i, n)
-                assert len(hits) > 20 and all(h.scope == f"s{i % 4}" for h in hits)
+                assert len(hits) > 20 and all(h.scope == scope for h in hits)
 
 
 async def test_a_query_answers_from_cached_entries_and_still_sees_other_writers(
@@ -128,7 +141,10 @@ async def test_a_query_answers_from_cached_entries_and_still_sees_other_writers(
             await ContextForge.open(proxy.url) as reader,
             await ContextForge.open(sqld.url) as writer,
         ):
-            ids = [await writer.save(f"rollout step {i} for the gateway", scope="ops") for i in range(6)]
+            ids = [
+                await writer.save(f"rollout step {i} for the gateway", scope="ops")
+                for i in range(6)
+            ]
             assert len(await reader.query("gateway rollout", "ops", 4096)) == 6
             n, hits = await trips(proxy, lambda: reader.query("gateway rollout", "ops", 4096))
             assert n == 1 and len(hits) == 6
@@ -226,7 +242,10 @@ async def test_a_save_the_server_fails_midway_writes_nothing(sqld: Sqld, dedupe:
             await other.save("from another handle", scope="ok")
         hrana(sqld.url, "DROP TRIGGER refuse")
         ids = await cf.save_many(
-            [{"content": f"doomed entry {i}", "scope": "doomed", "dedupe": dedupe} for i in range(30)]
+            [
+                {"content": f"doomed entry {i}", "scope": "doomed", "dedupe": dedupe}
+                for i in range(30)
+            ]
         )
         assert doomed(sqld.url) == 30 and all(i.created for i in ids)
         assert len(await cf.query("doomed entry", "doomed", 10_000)) == 30

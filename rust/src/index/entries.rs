@@ -103,7 +103,8 @@ impl EntryCache {
         }
     }
 
-    pub fn len(&self) -> usize {
+    /// How many entries are cached.
+    pub fn held(&self) -> usize {
         self.entries.lock().len()
     }
 }
@@ -170,17 +171,17 @@ mod tests {
         cache.fill(now, [entry(1, "read after")]);
         assert!(cache.get_many(&[1])[0].is_some());
         cache.clear();
-        assert_eq!(cache.len(), 0);
+        assert_eq!(cache.held(), 0);
         cache.fill(now, [entry(2, "read before the rebuild")]);
-        assert_eq!(cache.len(), 0);
+        assert_eq!(cache.held(), 0);
     }
 
     #[test]
     fn the_cache_stays_within_its_capacity() {
         let cache = EntryCache::new(64);
         cache.fill(cache.epoch(), (0..1000).map(|i| entry(i, "x")));
-        assert!(cache.len() <= 64);
+        assert!(cache.held() <= 64);
         cache.applied(&(0..1000).map(|i| change(i + 1, i, Some(entry(i, "y")))).collect::<Vec<_>>());
-        assert!(cache.len() <= 64);
+        assert!(cache.held() <= 64);
     }
 }

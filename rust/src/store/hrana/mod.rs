@@ -199,7 +199,7 @@ mod tests {
 
     #[test]
     fn values_round_trip_through_the_encoding() {
-        let values = vec![
+        let values = [
             Value::Null,
             Value::Integer(i64::MIN),
             Value::Real(-0.5),
