@@ -95,20 +95,8 @@ async def test_a_query_that_packs_many_hits_is_one_round_trip(sqld: Sqld) -> Non
     rounds, refusing near-duplicates and weak replies as they go; over the
     network each round was a request (up to 17 for one query). Every candidate
     and the turn before it are now read at once, with the log's head."""
-    words = [
-        "alpha",
-        "bravo",
-        "charlie",
-        "delta",
-        "echo",
-        "foxtrot",
-        "golf",
-        "hotel",
-        "india",
-        "juliet",
-        "kilo",
-        "lima",
-    ]
+    # Twelve words, so that many entries share most of theirs.
+    words = [letter * 5 for letter in "abcdefghijkl"]
     with counting_proxy(sqld.port) as proxy:
         async with await ContextForge.open(proxy.url) as cf:
             await cf.save_many(

@@ -374,3 +374,23 @@ impl Hit {
         Self { entry, score, risks, explain: None }
     }
 }
+
+/// An entry for tests: a note with `content`, id `id`, one token, no scope,
+/// session or dates; tests set what they need on it.
+#[cfg(test)]
+pub fn sample(id: i64, content: &str) -> Entry {
+    Entry {
+        id,
+        content: content.to_owned(),
+        kind: "note".to_owned(),
+        scope: None,
+        session_id: None,
+        metadata: None,
+        timestamp: 0,
+        tokens: 1,
+        expires_at: None,
+        updated_at: None,
+        risk_stamp: None,
+        validity: Validity::default(),
+    }
+}

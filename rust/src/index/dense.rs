@@ -335,20 +335,7 @@ mod tests {
     use crate::config::Retrieval;
 
     fn entry(id: i64, scope: &str) -> Entry {
-        Entry {
-            id,
-            content: "x".into(),
-            kind: "note".into(),
-            scope: Some(scope.into()),
-            session_id: None,
-            metadata: None,
-            timestamp: 0,
-            tokens: 1,
-            expires_at: None,
-            risk_stamp: None,
-            validity: crate::entry::Validity::default(),
-            updated_at: None,
-        }
+        Entry { scope: Some(scope.into()), ..crate::entry::sample(id, "x") }
     }
 
     fn request(scopes: Option<Vec<&str>>) -> SearchRequest {

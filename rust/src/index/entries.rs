@@ -126,20 +126,7 @@ mod tests {
     use crate::store::ChangeOp;
 
     fn entry(id: i64, content: &str) -> Entry {
-        Entry {
-            id,
-            content: content.into(),
-            kind: "note".into(),
-            scope: None,
-            session_id: None,
-            metadata: None,
-            timestamp: 0,
-            tokens: 1,
-            expires_at: None,
-            risk_stamp: None,
-            validity: crate::entry::Validity::default(),
-            updated_at: None,
-        }
+        crate::entry::sample(id, content)
     }
 
     fn change(seq: i64, id: i64, entry: Option<Entry>) -> Change {

@@ -155,20 +155,7 @@ mod tests {
     use super::*;
 
     fn entry(id: i64) -> Entry {
-        Entry {
-            id,
-            content: String::new(),
-            kind: "note".into(),
-            scope: None,
-            session_id: None,
-            metadata: None,
-            timestamp: 0,
-            tokens: 1,
-            expires_at: None,
-            risk_stamp: None,
-            validity: crate::entry::Validity::default(),
-            updated_at: None,
-        }
+        crate::entry::sample(id, "")
     }
 
     fn text(terms: &[&str]) -> [Vec<String>; SCORED_FIELDS] {

@@ -128,20 +128,7 @@ mod tests {
     }
 
     fn entry(id: i64, content: &str) -> Entry {
-        Entry {
-            id,
-            content: content.to_owned(),
-            kind: "note".to_owned(),
-            scope: None,
-            session_id: None,
-            metadata: None,
-            timestamp: 0,
-            tokens: 1,
-            expires_at: None,
-            updated_at: None,
-            risk_stamp: None,
-            validity: crate::entry::Validity::default(),
-        }
+        crate::entry::sample(id, content)
     }
 
     const FLOOR: Floor = Floor { absolute: 0.0, relative: 0.2 };

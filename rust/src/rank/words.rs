@@ -155,20 +155,7 @@ mod tests {
     use proptest::prelude::any;
 
     fn entry(content: &str, timestamp: i64) -> Entry {
-        Entry {
-            id: 1,
-            content: content.to_owned(),
-            kind: "note".to_owned(),
-            scope: None,
-            session_id: None,
-            metadata: None,
-            timestamp,
-            tokens: 1,
-            expires_at: None,
-            updated_at: None,
-            risk_stamp: None,
-            validity: crate::entry::Validity::default(),
-        }
+        Entry { timestamp, ..crate::entry::sample(1, content) }
     }
 
     #[test]
