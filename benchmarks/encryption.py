@@ -53,6 +53,9 @@ async def load(path: Path, encrypted: bool, work: Workload) -> dict[str, float]:
             {"content": e.content, "scope": e.scope, "timestamp": e.timestamp}
             for e in work.entries[first : first + BATCH]
         )
+    # Ends when the last entry can be found: the last bulk is indexed after it returns.
+    last = work.entries[-1]
+    await cf.query(last.content, last.scope, 2048, now=work.now)
     ingest = len(work.entries) / (time.perf_counter() - start)
     saves = []
     for e in work.saves:

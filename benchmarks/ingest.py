@@ -10,7 +10,9 @@ the peers' token counter (contextforge loads its own vocabulary at open), lets
 RSS settle, takes VmRSS as the baseline and resets the peak (VmHWM, by writing
 "5" to /proc/self/clear_refs), then calls the system's `ingest` (one save_many,
 one commit) with `batch` entries at a time until `--total` entries are in or
-`--seconds` have passed. It reports entries/s over what ran and the peak RSS
+`--seconds` have passed, then makes one query that must find the last entry
+saved (contextforge indexes a bulk save after the call returns, and a query
+waits for that). It reports entries/s over what ran, that query included, and the peak RSS
 growth: VmHWM after the ingest minus the baseline. Where clear_refs does not
 reset VmHWM, a thread samples RSS every 5 ms instead. Systems run in an order
 that rotates from one batch size to the next.
@@ -188,9 +190,18 @@ async def cell(spec: dict[str, Any]) -> dict[str, Any]:
             raise RuntimeError(f"ingest returned {len(ids)} ids for {len(chunk)} entries")
         done += len(chunk)
         calls += 1
+        last, last_id = chunk[-1], ids[-1]
         del ids, chunk
         if time.perf_counter() - started >= spec["seconds"]:
             break
+    # The ingest ends when what it saved can be found: contextforge indexes a
+    # bulk save after the call returns (a query waits for that), the peers
+    # before. So one query for the last entry is timed with the ingest.
+    t = time.perf_counter()
+    hits = await system.query(last.content, None, workload.BUDGET, last.timestamp)
+    first_query_s = time.perf_counter() - t
+    if last_id not in {h.id for h in hits}:
+        raise RuntimeError(f"the first query after the ingest did not find the last entry saved ({last_id})")
     ingest_s = time.perf_counter() - started
 
     after = status_kib("VmRSS", "VmHWM", "RssAnon", "RssFile")
@@ -208,6 +219,7 @@ async def cell(spec: dict[str, Any]) -> dict[str, Any]:
         "calls": calls,
         "capped": done < total,
         "ingest_s": ingest_s,
+        "first_query_s": first_query_s,
         "entries_per_s": done / ingest_s,
         "close_s": close_s,
         "entries_per_s_incl_close": done / (ingest_s + close_s),

@@ -109,6 +109,8 @@ fn ingest(engine: &Memory, n: usize, mut vectors: Option<&mut Vectors>) -> (f64,
             .collect();
         engine.save_many(batch).expect("save");
     }
+    // Ends when the last entry can be found: a bulk save is indexed after it returns.
+    engine.query(&Query::new(text(n - 1), 64)).expect("query");
     (n as f64 / started.elapsed().as_secs_f64(), kept)
 }
 

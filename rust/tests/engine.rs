@@ -521,15 +521,16 @@ fn a_batch_of_many_chunks_is_saved_whole_and_indexed_whole() {
             assert!(created, "item {i}");
         }
     }
-    // The segments of both commits were merged into one.
-    let meta = std::fs::read_to_string(dir.path().join("memory.db.index").join("meta.json")).unwrap();
-    let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
-    assert_eq!(meta["segments"].as_array().map(Vec::len), Some(1), "{meta}");
     let distinct: std::collections::BTreeSet<i64> = saved.iter().map(|(id, _)| *id).collect();
     assert_eq!(engine.count(&ListFilter::default()).unwrap(), distinct.len() as i64);
     let mut q = Query::new("chunked item", 100_000_000).in_scope("c");
     q.depth = Some(10_000);
     assert_eq!(engine.query(&q).unwrap().len(), 10_000);
+    // Indexed after the save returned, by the flusher or that query, whichever
+    // came first: the segments of both commits were merged into one.
+    let meta = std::fs::read_to_string(dir.path().join("memory.db.index").join("meta.json")).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
+    assert_eq!(meta["segments"].as_array().map(Vec::len), Some(1), "{meta}");
     // The last entries, read back from the log in the last page, are searchable
     // with their session context, and so is one from the first commit.
     let last = query(&engine, "chunked item 61299", Some("c"));
@@ -537,6 +538,30 @@ fn a_batch_of_many_chunks_is_saved_whole_and_indexed_whole() {
     let context = query(&engine, "61297 61298", Some("c"));
     assert!(context.contains(&saved[61_299].0));
     assert_eq!(query(&engine, "chunked item 30001", Some("c")).first(), Some(&saved[30_001].0));
+}
+
+#[test]
+fn a_bulk_save_closed_at_once_is_in_the_index_it_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = file_config(&dir);
+    config.flush_ms = 3_600_000;
+    for n in [1_500, 9_000] {
+        // 1,500 is held for the flusher; 9,000 (more than a save chunk) is read back from the log.
+        let engine = Memory::open(config.clone()).unwrap();
+        let batch: Vec<NewEntry> = (0..n).map(|i| NewEntry::new(format!("closing item {i}"))).collect();
+        engine.save_many(batch).unwrap();
+        engine.close().unwrap();
+        let index = tantivy::Index::open_in_dir(dir.path().join("memory.db.index")).unwrap();
+        let docs = index.reader().unwrap().searcher().num_docs();
+        assert_eq!(docs, engine_total(&config), "{n}: the close indexed the bulk, so the next open need not");
+    }
+}
+
+fn engine_total(config: &Config) -> u64 {
+    let engine = Memory::open(config.clone()).unwrap();
+    let total = engine.count(&ListFilter::default()).unwrap();
+    engine.close().unwrap();
+    u64::try_from(total).unwrap()
 }
 
 #[test]

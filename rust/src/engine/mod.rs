@@ -19,7 +19,7 @@ use std::time::Duration;
 use crate::config::{Config, Eviction};
 use crate::entry::Micros;
 use crate::error::{Error, Result};
-use crate::index::{Flusher, Follow, Grapher, SearchIndex};
+use crate::index::{Flusher, Follow, Grapher, SearchIndex, BULK_CHANGES};
 use crate::scrub::{ScrubOptions, Scrubber};
 use crate::store::{Change, Retention, Store};
 use crate::tokens::TokenCounter;
@@ -151,6 +151,7 @@ impl Memory {
         self.check_open()?;
         self.write_returned()?;
         self.write_reads()?;
+        self.follow()?;
         self.index.flush()?;
         self.index.catch_up_graph()
     }
@@ -200,6 +201,11 @@ impl Memory {
         self.grapher.stop();
         self.write_returned()?;
         self.write_reads()?;
+        // A bulk save the flusher had not indexed yet, so the next open need
+        // not: the log keeps it should this fail (a server gone, say).
+        if let Err(err) = self.follow() {
+            log::warn!("catching the search index up before closing failed: {err}");
+        }
         self.index.close()
     }
 
@@ -215,15 +221,39 @@ impl Memory {
         }
     }
 
-    /// Makes this process's own writes searchable before the call returns.
+    /// Makes this process's own writes searchable to the next query: a few
+    /// before the call returns, a bulk after (`index_bulk`).
     fn publish(&self, changes: Vec<Change>) -> Result<()> {
         if changes.is_empty() {
             return Ok(());
         }
+        let changes = if changes.len() >= BULK_CHANGES {
+            match self.index_bulk_later(changes) {
+                None => return Ok(()),
+                Some(changes) => changes,
+            }
+        } else {
+            changes
+        };
         self.index.follow(&self.store, Follow::Local(changes))?;
         self.nudge_flusher();
         self.nudge_grapher();
         Ok(())
+    }
+
+    /// Has the flusher index a bulk save's `changes` (or, given none, what
+    /// the log holds) while the save returns, so that the caller's next call
+    /// overlaps the indexing: whatever reads the index next follows the log
+    /// first (`follow`), waiting for the flusher or catching up itself, so the
+    /// bulk is never missed. A store in memory reads without following: its
+    /// changes come back, for the caller to index before it returns.
+    fn index_bulk_later(&self, changes: Vec<Change>) -> Option<Vec<Change>> {
+        if self.config.is_memory() {
+            return Some(changes);
+        }
+        self.index.defer(changes);
+        self.flusher.nudge();
+        None
     }
 
     /// Asks for an index commit when the tail has grown past `flush_entries`.

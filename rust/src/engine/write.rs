@@ -111,8 +111,10 @@ impl Memory {
                     self.store.insert_chunks(chunks, retention.as_ref(), |_, w| written.extend_from_slice(w))
                 },
             )?;
-            self.index.follow(&self.store, Follow::Merged)?;
-            self.nudge_flusher();
+            if self.index_bulk_later(Vec::new()).is_some() {
+                self.index.follow(&self.store, Follow::Merged)?;
+                self.nudge_flusher();
+            }
         }
         Ok(written.into_iter().map(|w| (w.id, w.seq.is_some())).collect())
     }

@@ -1,4 +1,5 @@
-//! The background thread that commits the tail to the on-disk index.
+//! The background thread that commits the tail to the on-disk index, and
+//! indexes this process's bulk saves after they return (`SearchIndex::defer`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,12 @@ impl Flusher {
     /// Commits whatever is pending every `every`, or sooner when nudged.
     pub fn start(index: Arc<SearchIndex>, every: Duration) -> std::io::Result<Self> {
         let worker = Worker::start("contextforge-flush", every, move |_| {
+            if index.has_deferred() {
+                if let Err(err) = index.catch_up() {
+                    // The log still holds the changes; the next query catches up.
+                    log::error!("indexing a bulk save failed: {err}");
+                }
+            }
             if index.pending() > 0 {
                 if let Err(err) = index.flush_if_checked() {
                     // The tail still holds the changes; the next round retries.
@@ -23,7 +30,8 @@ impl Flusher {
         Ok(Self(worker))
     }
 
-    /// Asks for a commit now rather than at the next tick.
+    /// Asks for a round now rather than at the next tick: a commit, and any
+    /// bulk save deferred.
     pub fn nudge(&self) {
         self.0.nudge();
     }

@@ -19,7 +19,7 @@ use crate::store::{Change, ChangeOp, Store};
 /// Changes read from the log at a time.
 const PAGE: usize = 10_000;
 /// Batches at least this large skip the tail and go straight into one commit.
-const BULK_CHANGES: usize = 1_000;
+pub const BULK_CHANGES: usize = 1_000;
 /// The most changes a caller that must not wait (`Follow::Try`) applies itself:
 /// a few other writers' saves, analysed into the tail in well under a
 /// millisecond. More wait for a worker.
@@ -78,6 +78,8 @@ impl SearchIndex {
     /// `Follow::Commit` for callers that hold `apply_lock`. A commit applies its
     /// deletions to the segments, so it waits for their check first.
     pub(super) fn commit_log_locked(&self, store: &Store) -> Result<()> {
+        // Every change is read from the log here, deferred bulks' included.
+        drop(std::mem::take(&mut *self.deferred.lock()));
         let changes = store.changes_since(self.applied(), PAGE)?;
         if changes.is_empty() || self.ready_locked(store)? {
             return Ok(());
@@ -135,6 +137,9 @@ impl SearchIndex {
         if behind >= NO_WAIT_CHANGES as i64 {
             return Ok(false);
         }
+        if self.has_deferred() {
+            return Ok(false); // a bulk save, which a caller that may wait indexes
+        }
         let Some(_order) = self.apply_lock.try_lock() else { return Ok(false) };
         // Read again under the lock: more may have come since `head`.
         let changes = store.changes_since(self.applied(), NO_WAIT_CHANGES)?;
@@ -147,6 +152,12 @@ impl SearchIndex {
 
     fn pull(&self, store: &Store, local: Option<Vec<Change>>, merge: bool) -> Result<()> {
         let _order = self.apply_lock.lock();
+        self.apply_deferred(store)?;
+        self.pull_locked(store, local, merge)
+    }
+
+    /// `pull` for callers that hold `apply_lock`.
+    pub(super) fn pull_locked(&self, store: &Store, local: Option<Vec<Change>>, merge: bool) -> Result<()> {
         // Damage found: rebuilt from the log now, these changes included,
         // rather than growing a tail that no commit could take.
         let health = self.health();

@@ -9,6 +9,7 @@
 mod candidate;
 mod clean;
 mod collect;
+mod deferred;
 pub mod dense;
 mod entries;
 mod flusher;
@@ -46,7 +47,7 @@ use collect::SegmentColumns;
 pub use candidate::Candidate;
 use dense::Dense;
 pub use flusher::Flusher;
-pub use follow::Follow;
+pub use follow::{Follow, BULK_CHANGES};
 use graph::Graph;
 pub use grapher::Grapher;
 use health::Health;
@@ -103,6 +104,8 @@ pub struct SearchIndex {
     /// The newest change applied to the view; guarded for writes by `apply_lock`.
     applied: AtomicI64,
     apply_lock: Mutex<()>,
+    /// This process's bulk saves, indexed after they returned (`deferred.rs`).
+    deferred: Mutex<deferred::Deferred>,
     /// Whether the committed index may be read (`health.rs`).
     health: RwLock<Arc<Health>>,
     /// The directory, when this process owns it (not an in-RAM index).

@@ -143,6 +143,7 @@ impl SearchIndex {
             exact_below: AtomicUsize::new(super::EXACT_BELOW),
             applied: AtomicI64::new(committed),
             apply_lock: Mutex::new(()),
+            deferred: Mutex::default(),
             health: RwLock::new(health),
             dir: None,
             commit_failed: AtomicBool::new(false),
