@@ -201,7 +201,9 @@ async def cell(spec: dict[str, Any]) -> dict[str, Any]:
     hits = await system.query(last.content, None, workload.BUDGET, last.timestamp)
     first_query_s = time.perf_counter() - t
     if last_id not in {h.id for h in hits}:
-        raise RuntimeError(f"the first query after the ingest did not find the last entry saved ({last_id})")
+        raise RuntimeError(
+            f"the first query after the ingest did not find the last entry saved ({last_id})"
+        )
     ingest_s = time.perf_counter() - started
 
     after = status_kib("VmRSS", "VmHWM", "RssAnon", "RssFile")

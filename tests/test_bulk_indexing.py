@@ -26,7 +26,9 @@ async def ids_matching(cf: ContextForge, text: str, scope: str = "bulk") -> set[
 async def test_every_entry_of_back_to_back_bulk_saves_is_found_by_the_next_query(
     tmp_path: Path, path: str
 ) -> None:
-    cf = await (ContextForge.open(str(tmp_path / "m.db")) if path == "file" else ContextForge.open())
+    cf = await (
+        ContextForge.open(str(tmp_path / "m.db")) if path == "file" else ContextForge.open()
+    )
     try:
         saved: set[int] = set()
         for round_ in range(4):
