@@ -399,7 +399,9 @@ def markdown(results: dict[str, Any]) -> str:
         (
             f"Up to {meta['total']:,} MW-1 entries per cell, each cell in a fresh process on a "
             f"fresh store, calls stopped after {meta['seconds']:g} s. One call = one `ingest` "
-            "(save_many, one commit). Peak RSS growth = VmHWM after the ingest minus VmRSS just "
+            "(save_many, one commit); the ingest ends with one query that finds the last entry "
+            "saved (contextforge indexes a bulk save after the call returns), timed with it. "
+            "Peak RSS growth = VmHWM after the ingest minus VmRSS just "
             "before it (after opening the store and loading the peers' token counter). "
             "Cells stopped by the time limit ingested different numbers of entries, so compare "
             "their memory with care."

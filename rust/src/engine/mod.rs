@@ -151,7 +151,7 @@ impl Memory {
         self.check_open()?;
         self.write_returned()?;
         self.write_reads()?;
-        self.follow()?;
+        self.index.catch_up()?;
         self.index.flush()?;
         self.index.catch_up_graph()
     }
@@ -203,7 +203,7 @@ impl Memory {
         self.write_reads()?;
         // A bulk save the flusher had not indexed yet, so the next open need
         // not: the log keeps it should this fail (a server gone, say).
-        if let Err(err) = self.follow() {
+        if let Err(err) = self.index.catch_up() {
             log::warn!("catching the search index up before closing failed: {err}");
         }
         self.index.close()
@@ -222,7 +222,7 @@ impl Memory {
     }
 
     /// Makes this process's own writes searchable to the next query: a few
-    /// before the call returns, a bulk after (`index_bulk`).
+    /// before the call returns, a bulk after (`index_bulk_later`).
     fn publish(&self, changes: Vec<Change>) -> Result<()> {
         if changes.is_empty() {
             return Ok(());

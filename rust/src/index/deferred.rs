@@ -53,7 +53,8 @@ impl SearchIndex {
         self.deferred.lock().wanted
     }
 
-    /// Indexes the bulk saves that wait (the flusher's round).
+    /// Indexes the bulk saves that wait, if any, after waiting for any other
+    /// thread applying changes (the flusher's round, and `flush` and `close`).
     pub fn catch_up(&self) -> Result<()> {
         let _order = self.apply_lock.lock();
         self.apply_deferred(&self.store)
