@@ -283,6 +283,11 @@ class ContextForge(Lineage, Distilling, Selecting):
         With ``Config.max_entries_per_scope``, the items beyond a scope's cap
         are evicted in the same transaction and their ids are still returned
         (``created=True``; ``get`` then gives ``None``).
+
+        When this returns, the entries are durable and visible to the next query
+        from any task. A call of 1,000 entries or more returns before the search
+        index has taken them in: it does that on a background thread while the
+        next batch is prepared and saved, and the next query waits for it.
         """
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
             raise InvalidTypeError(
