@@ -445,7 +445,11 @@ def test_interpreter_exit_closes_open_stores_quietly(tmp_path: Path) -> None:
         check=False,
         timeout=60,
     )
-    assert (done.returncode, done.stderr) == (0, "")
+    # Development mode also reports any loop callback slower than 100 ms, which
+    # says how loaded the machine was, not whether the exit was quiet.
+    slow = re.compile(r"Executing <.*> took \d+\.\d+ seconds")
+    stderr = [line for line in done.stderr.splitlines() if not slow.fullmatch(line)]
+    assert (done.returncode, stderr) == (0, [])
     with ContextForgeSync.open(db) as cf:
         assert [h.content for h in cf.list()] == ["left open at exit"]
 
