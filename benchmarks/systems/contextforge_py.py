@@ -29,10 +29,12 @@ class ContextForgePy:
         )
 
     async def ingest(self, entries: Sequence[Entry]) -> list[Id]:
-        items = [
+        # A generator, as the peers build each document as they add it:
+        # save_many converts and hands over items a chunk at a time.
+        items = (
             {"content": e.content, "scope": e.scope, "timestamp": e.timestamp} for e in entries
-        ]
-        return list(await self.cf.save_many(items))
+        )
+        return await self.cf.save_many(items)
 
     async def save(self, entry: Entry) -> Id:
         return await self.cf.save(

@@ -13,6 +13,7 @@ from contextforge.config import Config
 from contextforge.scope import ScopeFilter
 
 __all__ = [
+    "BulkSave",
     "Context",
     "Embedder",
     "Engine",
@@ -203,6 +204,18 @@ class _Explain(_ExplainParts, total=False):
 _Matrix: TypeAlias = npt.NDArray[numpy.float32]
 
 @final
+class BulkSave:
+    """One `save_many` too large for one crossing, fed a chunk at a time.
+    Aborted, or dropped before `finish`, it keeps nothing."""
+
+    def add(self, items: list[SaveItem], embeddings: _Matrix | None = None) -> Awaitable[None]:
+        """Hands over the next chunk, once the writer is ready for it."""
+    def finish(self) -> Awaitable[tuple[list[int], list[int]]]:
+        """Commits; the ids in order, and the places of items that existed."""
+    def abort(self) -> None:
+        """Ends the bulk save without keeping anything, without waiting."""
+
+@final
 class Engine:
     """A handle on an open store. Timestamps are microseconds since the epoch."""
 
@@ -259,6 +272,8 @@ class Engine:
         self, items: list[SaveItem], embeddings: _Matrix | None = None
     ) -> Awaitable[list[tuple[int, bool]]]:
         """Saves entries in one transaction, returning `(id, created)` per item."""
+    def bulk_save(self) -> BulkSave:
+        """Starts a bulk save fed a chunk at a time, all in one transaction."""
     def distill_chunks(
         self, pairs: list[tuple[str | None, str]], max_tokens: int
     ) -> Awaitable[

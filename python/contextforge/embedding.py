@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from . import _convert
@@ -17,6 +17,7 @@ from .scope import ALL_SCOPES
 
 if TYPE_CHECKING:
     from . import _core
+    from .bulk import Chunk
     from .config import Config
 
 __all__ = ["Embedding"]
@@ -113,10 +114,9 @@ class Embedding:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(writing)
 
-    async def _item_vectors(
-        self, prepared: Sequence[_convert.SaveItem], given: list[Any]
-    ) -> Vectors | None:
-        """One vector per item: the given ones, the embedder's for the rest."""
+    async def _chunk_vectors(self, chunk: Chunk) -> Vectors | None:
+        """One vector per item of ``chunk``: the given ones, the embedder's for the rest."""
+        prepared, given = chunk.prepared, chunk.given
         missing = [i for i, v in enumerate(given) if v is None]
         if len(missing) == len(given):
             return await self._embed([p["content"] for p in prepared])
@@ -124,7 +124,7 @@ class Embedding:
             made = await self._embed([prepared[i]["content"] for i in missing])
             if made is None:
                 raise InvalidInputError(
-                    f"item {missing[0]}: no embedding; give every item one (or none), "
+                    f"item {chunk.first + missing[0]}: no embedding; give every item one (or none), "
                     "or configure an embedder"
                 )
             for row, i in enumerate(missing):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
 from typing import Any, cast
 
-from . import _convert, _core
+from . import _convert, _core, bulk
 from ._convert import ContextOrder, InjectionPolicy, Timestamp
 from ._vectors import Vector, Vectors, as_vector
 from .config import Config, EncryptionKey, PathLike, resolve_key
@@ -26,28 +27,6 @@ from .selecting import Selecting
 __all__ = ["ContextForge", "verify_citations"]
 
 
-_SAVE_KEYS = frozenset(
-    {
-        "content",
-        "kind",
-        "scope",
-        "session_id",
-        "metadata",
-        "timestamp",
-        "dedupe",
-        "ttl",
-        "expires_at",
-        "embedding",
-        "key",
-        "valid_from",
-        "valid_to",
-        "supersedes",
-        "sources",
-        "cross_scope_sources",
-        "id",
-        "scrub",
-    }
-)
 _UNSET = _convert.UNSET
 
 
@@ -289,33 +268,19 @@ class ContextForge(Lineage, Distilling, Selecting):
         index has taken them in: it does that on a background thread while the
         next batch is prepared and saved, and the next query waits for it.
         """
-        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
-            raise InvalidTypeError(
-                f"save_many takes an iterable of mappings, not {type(items).__name__}"
-            )
-        prepared = []
-        given: list[Any] = []
-        for i, item in enumerate(items):
-            if not isinstance(item, Mapping):
-                raise InvalidTypeError(f"item {i}: expected a mapping, not {type(item).__name__}")
-            unknown = set(item) - _SAVE_KEYS
-            if unknown:
-                raise InvalidInputError(f"item {i}: unknown keys {sorted(map(str, unknown))}")
-            if "content" not in item:
-                raise InvalidInputError(f"item {i}: 'content' is required")
-            fields = {k: v for k, v in item.items() if k != "embedding"}
-            try:
-                prepared.append(_convert.save_item(**fields))
-                vector = item.get("embedding")
-                given.append(None if vector is None else as_vector(vector))
-            except InvalidInputError as err:
-                raise type(err)(f"item {i}: {err}") from err
-        if not prepared:
+        batch = bulk.chunks(items)
+        first = next(batch, None)
+        if first is None:
             return []
-        vectors = await self._item_vectors(prepared, given)
-        saving = self._engine.save_detailed(prepared, vectors)
+        second = next(batch, None)
+        if second is not None:
+            return await bulk.save_chunked(
+                self._engine, itertools.chain((first, second), batch), self._chunk_vectors
+            )
+        vectors = await self._chunk_vectors(first)
+        saving = self._engine.save_detailed(first.prepared, vectors)
         # The engine has taken its own copy: let this one go while it saves.
-        del prepared, given, vectors
+        del first, vectors
         saved = await saving
         return [Saved(entry_id, created) for entry_id, created in saved]
 

@@ -16,12 +16,13 @@ class Saved(int):
     ``ContextForge.save``'s ``dedupe``) and that entry's id came back instead.
     """
 
-    created: bool
+    # No instance dict: a million ids from one save_many are a million ints.
+    # ``created`` is the class's (a duplicate's class is ``_Existing``).
+    __slots__ = ()
+    created: bool = True
 
     def __new__(cls, id: int, created: bool) -> Saved:
-        self = super().__new__(cls, id)
-        object.__setattr__(self, "created", bool(created))
-        return self
+        return int.__new__(Saved if created else _Existing, id)
 
     @property
     def id(self) -> int:
@@ -40,3 +41,10 @@ class Saved(int):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Saved, (int(self), self.created))
+
+
+class _Existing(Saved):
+    """A ``Saved`` whose save found the entry already stored."""
+
+    __slots__ = ()
+    created = False

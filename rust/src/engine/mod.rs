@@ -4,6 +4,7 @@
 
 mod admit;
 mod audit;
+mod bulk;
 mod distill;
 mod forget;
 mod probe;
@@ -26,6 +27,7 @@ use crate::tokens::TokenCounter;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 
+pub use bulk::BulkSave;
 pub use forget::Receipt;
 pub use read::{InjectionPolicy, Query, Timings};
 pub use vectors::{EmbedderInfo, EXTERNAL};

@@ -61,17 +61,7 @@ impl Memory {
     /// when an identical entry already existed in its scope.
     pub fn save_detailed(&self, entries: Vec<NewEntry>) -> Result<Vec<(i64, bool)>> {
         self.check_open()?;
-        for (i, entry) in entries.iter().enumerate() {
-            entry.validate().map_err(|err| match err {
-                Error::InvalidInput(msg) if entries.len() > 1 => {
-                    Error::InvalidInput(format!("item {i}: {msg}"))
-                }
-                other => other,
-            })?;
-            if let Some(vector) = &entry.embedding {
-                self.check_vector("embedding", vector)?;
-            }
-        }
+        self.validate_items(&entries, (entries.len() > 1).then_some(0))?;
         let now = now_micros();
         let mut written = Vec::with_capacity(entries.len());
         if entries.len() <= SAVE_CHUNK {
@@ -103,20 +93,52 @@ impl Memory {
             // index then reads the batch back from the change log a page at a
             // time. Peak memory follows the chunk, not the batch. The next chunk
             // is prepared while this one is written.
-            let retention = self.retention();
-            prepared_ahead(
-                entries,
-                |e| self.prepare(e, now),
-                |chunks| {
-                    self.store.insert_chunks(chunks, retention.as_ref(), |_, w| written.extend_from_slice(w))
-                },
-            )?;
-            if self.index_bulk_later(Vec::new()).is_some() {
-                self.index.follow(&self.store, Follow::Merged)?;
-                self.nudge_flusher();
-            }
+            written = self.save_chunks(chunked(entries, SAVE_CHUNK).map(Ok), now)?;
         }
         Ok(written.into_iter().map(|w| (w.id, w.seq.is_some())).collect())
+    }
+
+    /// Checks each entry of a batch before anything is written; `first`
+    /// numbers the items in messages (`item {first + i}: ...`), if given.
+    pub(super) fn validate_items(&self, entries: &[NewEntry], first: Option<usize>) -> Result<()> {
+        for (i, entry) in entries.iter().enumerate() {
+            entry.validate().map_err(|err| match (err, first) {
+                (Error::InvalidInput(msg), Some(first)) => {
+                    Error::InvalidInput(format!("item {}: {msg}", first + i))
+                }
+                (other, _) => other,
+            })?;
+            if let Some(vector) = &entry.embedding {
+                self.check_vector("embedding", vector)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Saves validated entries that arrive a chunk at a time, in one
+    /// transaction: each chunk is prepared while the one before is written,
+    /// and let go once its rows are in. A chunk that comes as an error rolls
+    /// the whole batch back. The index reads the batch back from the change
+    /// log a page at a time, so peak memory follows the chunk, not the batch.
+    pub(super) fn save_chunks(
+        &self,
+        chunks: impl Iterator<Item = Result<Vec<NewEntry>>> + Send,
+        now: crate::entry::Micros,
+    ) -> Result<Vec<Written>> {
+        let retention = self.retention();
+        let mut written = Vec::new();
+        prepared_ahead(
+            chunks,
+            |e| self.prepare(e, now),
+            |chunks| {
+                self.store.insert_chunks(chunks, retention.as_ref(), |_, w| written.extend_from_slice(w))
+            },
+        )?;
+        if self.index_bulk_later(Vec::new()).is_some() {
+            self.index.follow(&self.store, Follow::Merged)?;
+            self.nudge_flusher();
+        }
+        Ok(written)
     }
 
     /// Changes an entry; content is re-counted and re-indexed.
@@ -346,30 +368,47 @@ fn parallel_map<T: Send, U: Send>(items: Vec<T>, f: impl Fn(T) -> U + Sync) -> V
 /// How many entries of a large save are prepared and written at a time.
 const SAVE_CHUNK: usize = 8192;
 
-/// Runs `write` over `items` prepared a chunk at a time, preparing the next
+/// Runs `write` over `chunks` prepared one at a time, preparing the next
 /// chunk on another thread while `write` takes the current one: at most two
-/// chunks are held at once. Should preparing fail, the chunk it owed comes to
-/// `write` as an error (so nothing of the batch is kept) and the panic goes on
-/// to the caller.
+/// prepared chunks are held at once. A chunk that comes as an error, or that
+/// failed to prepare, reaches `write` as an error (so nothing of the batch is
+/// kept); a panic while preparing goes on to the caller.
 fn prepared_ahead<T: Send, U: Send, R>(
-    items: Vec<T>,
+    chunks: impl Iterator<Item = Result<Vec<T>>> + Send,
     prepare: impl Fn(T) -> U + Sync,
     write: impl FnOnce(&mut dyn Iterator<Item = Result<Vec<U>>>) -> Result<R>,
 ) -> Result<R> {
-    let count = items.len().div_ceil(SAVE_CHUNK);
     std::thread::scope(|scope| {
-        // A rendezvous channel: the next chunk waits, prepared, until asked for.
-        let (sender, receiver) = std::sync::mpsc::sync_channel(0);
+        // A rendezvous channel: the next chunk waits, prepared, until asked
+        // for. `None` marks the end: a producer gone without it failed.
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<Option<Result<Vec<U>>>>(0);
         let prepare = &prepare;
         let producer = crate::runtime::scoped(scope, "contextforge-save", move || {
-            for chunk in chunked(items, SAVE_CHUNK) {
-                if sender.send(parallel_map(chunk, prepare)).is_err() {
-                    break; // the writer stopped: nothing more is wanted
+            for chunk in chunks {
+                let failed = chunk.is_err();
+                if sender.send(Some(chunk.map(|c| parallel_map(c, prepare)))).is_err() || failed {
+                    return; // the writer stopped, or the batch did
                 }
             }
+            // The writer may have stopped: then nobody wants the end either.
+            let _ = sender.send(None);
         });
-        let written = write(&mut (0..count).map(|_| {
-            receiver.recv().map_err(|_| Error::Internal("preparing a chunk of the batch failed".into()))
+        let mut ended = false;
+        let written = write(&mut std::iter::from_fn(|| {
+            if ended {
+                return None;
+            }
+            match receiver.recv() {
+                Ok(Some(chunk)) => Some(chunk),
+                Ok(None) => {
+                    ended = true;
+                    None
+                }
+                Err(_) => {
+                    ended = true;
+                    Some(Err(Error::Internal("preparing a chunk of the batch failed".into())))
+                }
+            }
         }));
         // Let a producer still waiting to hand over a chunk go, then pass on its
         // panic as it was.
@@ -432,13 +471,13 @@ mod tests {
     fn chunks_prepared_ahead_arrive_whole_and_in_order() {
         let items: Vec<usize> = (0..SAVE_CHUNK * 3 + 7).collect();
         let out = prepared_ahead(
-            items,
+            chunked(items, SAVE_CHUNK).map(Ok),
             |i| i * 2,
             |chunks| chunks.map(|c| c.map(|c| c.len())).collect::<Result<Vec<usize>>>(),
         );
         assert_eq!(out.unwrap(), vec![SAVE_CHUNK, SAVE_CHUNK, SAVE_CHUNK, 7]);
         let doubled = prepared_ahead(
-            (0..SAVE_CHUNK + 3).collect(),
+            chunked((0..SAVE_CHUNK + 3).collect(), SAVE_CHUNK).map(Ok),
             |i: usize| i * 2,
             |chunks| Ok(chunks.flat_map(|c| c.unwrap()).collect::<Vec<usize>>()),
         );
@@ -446,11 +485,23 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_that_comes_as_an_error_ends_the_batch_as_one() {
+        let chunks = vec![Ok(vec![1, 2]), Err(Error::invalid("item 2: bad")), Ok(vec![3])];
+        let seen = prepared_ahead(
+            chunks.into_iter(),
+            |i: usize| i,
+            |chunks| Ok(chunks.map(|c| c.map_err(|e| e.to_string())).collect::<Vec<_>>()),
+        );
+        // The writer saw the good chunk, then the error, and nothing after it.
+        assert_eq!(seen.unwrap(), vec![Ok(vec![1, 2]), Err("item 2: bad".to_owned())]);
+    }
+
+    #[test]
     fn a_chunk_that_failed_to_prepare_reaches_the_writer_as_an_error() {
         let seen = Mutex::new(Vec::new());
         let outcome = std::panic::catch_unwind(|| {
             prepared_ahead(
-                (0..SAVE_CHUNK * 3).collect(),
+                chunked((0..SAVE_CHUNK * 3).collect(), SAVE_CHUNK).map(Ok),
                 |i: usize| {
                     assert!(i != SAVE_CHUNK * 2 + 5, "cannot prepare item {i}");
                     i

@@ -39,7 +39,10 @@ impl Engine {
 type ChunkTuple = (Vec<usize>, String, u32, Option<(usize, usize)>);
 
 /// The items of `save_many`, each with its row of `embeddings` when given.
-fn new_entries(items: Vec<ItemRecord>, embeddings: Option<Vec<Vec<f32>>>) -> PyResult<Vec<NewEntry>> {
+pub(super) fn new_entries(
+    items: Vec<ItemRecord>,
+    embeddings: Option<Vec<Vec<f32>>>,
+) -> PyResult<Vec<NewEntry>> {
     if let Some(rows) = &embeddings {
         if rows.len() != items.len() {
             return Err(to_py(Error::invalid(format!(
@@ -54,7 +57,7 @@ fn new_entries(items: Vec<ItemRecord>, embeddings: Option<Vec<Vec<f32>>>) -> PyR
 }
 
 /// The rows of a float32 matrix.
-fn matrix_rows(matrix: Option<PyReadonlyArray2<'_, f32>>) -> Option<Vec<Vec<f32>>> {
+pub(super) fn matrix_rows(matrix: Option<PyReadonlyArray2<'_, f32>>) -> Option<Vec<Vec<f32>>> {
     let matrix = matrix?;
     let view = matrix.as_array();
     Some(view.rows().into_iter().map(|row| row.to_vec()).collect())
@@ -88,6 +91,13 @@ impl Engine {
                 reads: pick(remote_reads),
             })
         })
+    }
+
+    /// Starts a bulk save fed a chunk at a time (`BulkSave.add`), all in one
+    /// transaction: for a `save_many` too large to cross at once.
+    fn bulk_save(&self) -> PyResult<super::bulk::BulkSave> {
+        let core = crate::engine::BulkSave::start(self.core()?).map_err(to_py)?;
+        Ok(super::bulk::BulkSave::new(core, self.writes))
     }
 
     /// Whether saves scrub personal data (`scrub_pii` as resolved on open).

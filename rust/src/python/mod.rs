@@ -2,6 +2,7 @@
 
 mod alloc;
 mod bridge;
+mod bulk;
 mod context;
 mod embedder;
 mod engine;
@@ -16,6 +17,8 @@ use pyo3::prelude::*;
 mod _core {
     #[pymodule_export]
     use super::bridge::_shutdown;
+    #[pymodule_export]
+    use super::bulk::BulkSave;
     #[pymodule_export]
     use super::context::Context;
     #[pymodule_export]
