@@ -28,6 +28,6 @@ pub mod tokens;
 mod python;
 
 pub use config::Config;
-pub use engine::{ListFilter, Memory, Patch, Query};
+pub use engine::{BulkSave, ListFilter, Memory, Patch, Query};
 pub use entry::{Entry, Hit, NewEntry};
 pub use error::{Error, Result};

@@ -370,7 +370,10 @@ const SAVE_CHUNK: usize = 8192;
 
 /// Runs `write` over `chunks` prepared one at a time, preparing the next
 /// chunk on another thread while `write` takes the current one: at most two
-/// prepared chunks are held at once. A chunk that comes as an error, or that
+/// prepared chunks are held at once. That one thread prepares every chunk:
+/// with the writer (and the caller converting the next chunk) busy beside
+/// it, more threads would not make it faster, and threads started for each
+/// chunk leave memory behind them (docs/performance.md, "Memory"). A chunk that comes as an error, or that
 /// failed to prepare, reaches `write` as an error (so nothing of the batch is
 /// kept); a panic while preparing goes on to the caller.
 fn prepared_ahead<T: Send, U: Send, R>(
@@ -386,7 +389,8 @@ fn prepared_ahead<T: Send, U: Send, R>(
         let producer = crate::runtime::scoped(scope, "contextforge-save", move || {
             for chunk in chunks {
                 let failed = chunk.is_err();
-                if sender.send(Some(chunk.map(|c| parallel_map(c, prepare)))).is_err() || failed {
+                let prepared = chunk.map(|c| c.into_iter().map(prepare).collect());
+                if sender.send(Some(prepared)).is_err() || failed {
                     return; // the writer stopped, or the batch did
                 }
             }
@@ -399,7 +403,11 @@ fn prepared_ahead<T: Send, U: Send, R>(
                 return None;
             }
             match receiver.recv() {
-                Ok(Some(chunk)) => Some(chunk),
+                Ok(Some(chunk)) => {
+                    // An error ends the batch: nothing after it is wanted.
+                    ended = chunk.is_err();
+                    Some(chunk)
+                }
                 Ok(None) => {
                     ended = true;
                     None
