@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import subprocess
+import sys
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from contextforge import ContextForge, InvalidInputError, InvalidTypeError, bulk
+from contextforge import Config, ContextForge, InvalidInputError, InvalidTypeError, bulk
 
 from .sqld import Sqld, sqld_fixture  # noqa: F401  (provides the `sqld` fixture)
 
@@ -177,6 +179,39 @@ async def test_vectors_given_for_some_chunks_only_save_nothing(tmp_path: Path) -
         saved = await cf.save_many(items(CHUNK * 2 + 1, embedding=vector))
         assert len(saved) == CHUNK * 2 + 1
         assert await cf.count() == CHUNK * 2 + 1
+
+
+async def test_an_embedder_runs_before_a_bulk_save_takes_the_writer(tmp_path: Path) -> None:
+    """Embedding inside the transaction would lock every other writer (another
+    process, with its busy timeout) out for as long as the embedder takes."""
+    path = tmp_path / "m.db"
+    writer_free: list[bool] = []
+    # Another process asks for the write lock (in this one, a second SQLite
+    # library's close would drop the engine's own POSIX locks).
+    probe = (
+        "import sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], timeout=0)\n"
+        "try:\n"
+        "    c.execute('BEGIN IMMEDIATE')\n"
+        "except sqlite3.OperationalError:\n"
+        "    sys.exit(3)\n"
+        "c.rollback()\n"
+    )
+
+    def embedder(texts: list[str]) -> Any:
+        done = subprocess.run([sys.executable, "-c", probe, str(path)], check=False)
+        assert done.returncode in (0, 3), done
+        writer_free.append(done.returncode == 0)
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+    config = Config(path=str(path), embedder=embedder, embed_batch_size=1024)
+    async with await ContextForge.open(config) as cf:
+        writer_free.clear()
+        saved = await cf.save_many(items(CHUNK * 3 + 5))
+        assert len(saved) == CHUNK * 3 + 5
+        assert len(writer_free) >= 12 and all(writer_free), writer_free
+        hits = await cf.query("item9000", "bulk", 2048)
+        assert hits and hits[0].id == saved[9000]
 
 
 async def test_a_bulk_save_never_holds_the_whole_batch_in_python(tmp_path: Path) -> None:

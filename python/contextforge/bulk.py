@@ -5,7 +5,7 @@ a chunk at a time while the one before is written, all in one transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import _convert
@@ -64,46 +64,58 @@ def chunks(items: Iterable[Mapping[str, Any]], size: int = CHUNK) -> Iterator[Ch
             f"save_many takes an iterable of mappings, not {type(items).__name__}"
         )
     chunk = Chunk(0)
+    prepared, given = chunk.prepared, chunk.given
+    save_item = _convert.save_item
     for i, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise InvalidTypeError(f"item {i}: expected a mapping, not {type(item).__name__}")
-        unknown = set(item) - SAVE_KEYS
+        unknown = item.keys() - SAVE_KEYS
         if unknown:
             raise InvalidInputError(f"item {i}: unknown keys {sorted(map(str, unknown))}")
         if "content" not in item:
             raise InvalidInputError(f"item {i}: 'content' is required")
-        fields = {k: v for k, v in item.items() if k != "embedding"}
+        vector = item.get("embedding")
         try:
-            chunk.prepared.append(_convert.save_item(**fields))
-            vector = item.get("embedding")
-            chunk.given.append(None if vector is None else as_vector(vector))
+            if vector is None:
+                prepared.append(save_item(**item))
+                given.append(None)
+            else:
+                fields = {k: v for k, v in item.items() if k != "embedding"}
+                prepared.append(save_item(**fields))
+                given.append(as_vector(vector))
         except InvalidInputError as err:
             raise type(err)(f"item {i}: {err}") from err
-        if len(chunk.prepared) == size:
+        if len(prepared) == size:
             yield chunk
             chunk = Chunk(i + 1)
-    if chunk.prepared:
+            prepared, given = chunk.prepared, chunk.given
+    if prepared:
         yield chunk
 
 
 ItemVectors = Callable[[Chunk], Awaitable["Vectors | None"]]
+Ready = tuple[Chunk, "Vectors | None"]
 
 
 async def save_chunked(
-    engine: _core.Engine, batch: Iterator[Chunk], item_vectors: ItemVectors
+    engine: _core.Engine,
+    batch: Iterator[Chunk],
+    item_vectors: ItemVectors,
+    *,
+    embed_first: bool,
 ) -> list[Saved]:
     """Saves every chunk of ``batch`` in one transaction, through a
-    ``BulkSave``: each chunk is converted (and embedded) while the one before
-    is written. Any error, or a cancel, leaves nothing of the batch saved."""
+    ``BulkSave``: each chunk is converted while the one before is written.
+    With ``embed_first`` (an embedder to run) every chunk is embedded before
+    the transaction opens: embedding inside it would hold the store's writer,
+    against other processes and tasks, for as long as the embedder takes. Any
+    error, or a cancel, leaves nothing of the batch saved."""
+    ready: AsyncIterator[Ready] = _with_vectors(batch, item_vectors)
+    if embed_first:
+        ready = _replay([pair async for pair in ready])
     bulk = engine.bulk_save()
     try:
-        shape: tuple[bool, int] | None = None  # (with vectors, their length)
-        for chunk in batch:
-            vectors = await item_vectors(chunk)
-            now = (vectors is not None, 0 if vectors is None else vectors.shape[1])
-            if shape is not None and now != shape:
-                raise _mixed(shape, now, chunk.first)
-            shape = now
+        async for chunk, vectors in ready:
             await bulk.add(chunk.prepared, vectors)
             del chunk, vectors
         ids, existing = await bulk.finish()
@@ -114,6 +126,26 @@ async def save_chunked(
     for place in existing:
         saved[place] = Saved(ids[place], False)
     return saved
+
+
+async def _with_vectors(batch: Iterator[Chunk], item_vectors: ItemVectors) -> AsyncIterator[Ready]:
+    """Each chunk with its vectors; vectors given for some chunks and not for
+    others (or of other lengths) raise as they would within one chunk."""
+    shape: tuple[bool, int] | None = None  # (with vectors, their length)
+    for chunk in batch:
+        vectors = await item_vectors(chunk)
+        now = (vectors is not None, 0 if vectors is None else vectors.shape[1])
+        if shape is not None and now != shape:
+            raise _mixed(shape, now, chunk.first)
+        shape = now
+        yield chunk, vectors
+
+
+async def _replay(pairs: list[Ready]) -> AsyncIterator[Ready]:
+    """``pairs`` again, each let go once taken."""
+    pairs.reverse()
+    while pairs:
+        yield pairs.pop()
 
 
 def _mixed(before: tuple[bool, int], now: tuple[bool, int], first: int) -> InvalidInputError:

@@ -267,6 +267,15 @@ class ContextForge(Lineage, Distilling, Selecting):
         from any task. A call of 1,000 entries or more returns before the search
         index has taken them in: it does that on a background thread while the
         next batch is prepared and saved, and the next query waits for it.
+
+        ``items`` may be any iterable, a generator included, and is read as the
+        save goes: a chunk of items at a time is checked, converted and handed
+        to the engine while the chunk before is written, all in the one
+        transaction, so a large batch is never held whole. Whatever stops the
+        call midway (a bad item, an exception from the iterable, a cancel)
+        saves nothing. The transaction is open while the iterable is read: read
+        a source slow to produce into a list first. With ``Config.embedder``,
+        every chunk is embedded before the transaction opens.
         """
         batch = bulk.chunks(items)
         first = next(batch, None)
@@ -275,7 +284,10 @@ class ContextForge(Lineage, Distilling, Selecting):
         second = next(batch, None)
         if second is not None:
             return await bulk.save_chunked(
-                self._engine, itertools.chain((first, second), batch), self._chunk_vectors
+                self._engine,
+                itertools.chain((first, second), batch),
+                self._chunk_vectors,
+                embed_first=self._config.embedder is not None,
             )
         vectors = await self._chunk_vectors(first)
         saving = self._engine.save_detailed(first.prepared, vectors)

@@ -224,38 +224,36 @@ impl Memory {
     }
 
     /// Makes this process's own writes searchable to the next query: a few
-    /// before the call returns, a bulk after (`index_bulk_later`).
+    /// before the call returns, a bulk after (`index_later`).
     fn publish(&self, changes: Vec<Change>) -> Result<()> {
         if changes.is_empty() {
             return Ok(());
         }
-        let changes = if changes.len() >= BULK_CHANGES {
-            match self.index_bulk_later(changes) {
-                None => return Ok(()),
-                Some(changes) => changes,
-            }
-        } else {
-            changes
-        };
+        if changes.len() >= BULK_CHANGES && self.defers_bulks() {
+            self.index_later(changes);
+            return Ok(());
+        }
         self.index.follow(&self.store, Follow::Local(changes))?;
         self.nudge_flusher();
         self.nudge_grapher();
         Ok(())
     }
 
+    /// Whether a bulk save returns before the index takes it in: every store
+    /// but one in memory, whose queries read without following a log, so it
+    /// indexes before returning.
+    fn defers_bulks(&self) -> bool {
+        !self.config.is_memory()
+    }
+
     /// Has the flusher index a bulk save's `changes` (or, given none, what
     /// the log holds) while the save returns, so that the caller's next call
     /// overlaps the indexing: whatever reads the index next follows the log
     /// first (`follow`), waiting for the flusher or catching up itself, so the
-    /// bulk is never missed. A store in memory reads without following: its
-    /// changes come back, for the caller to index before it returns.
-    fn index_bulk_later(&self, changes: Vec<Change>) -> Option<Vec<Change>> {
-        if self.config.is_memory() {
-            return Some(changes);
-        }
+    /// bulk is never missed.
+    fn index_later(&self, changes: Vec<Change>) {
         self.index.defer(changes);
         self.flusher.nudge();
-        None
     }
 
     /// Asks for an index commit when the tail has grown past `flush_entries`.

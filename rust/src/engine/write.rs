@@ -134,7 +134,9 @@ impl Memory {
                 self.store.insert_chunks(chunks, retention.as_ref(), |_, w| written.extend_from_slice(w))
             },
         )?;
-        if self.index_bulk_later(Vec::new()).is_some() {
+        if self.defers_bulks() {
+            self.index_later(Vec::new());
+        } else {
             self.index.follow(&self.store, Follow::Merged)?;
             self.nudge_flusher();
         }
