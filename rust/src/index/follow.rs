@@ -16,8 +16,10 @@ use super::{commit, merge_groups, reset_writer, tail, SearchIndex, View};
 use crate::error::{Error, Result};
 use crate::store::{Change, ChangeOp, Store};
 
-/// Changes read from the log at a time.
-const PAGE: usize = 10_000;
+/// Changes read from the log at a time, each with its entry (and its session
+/// context while indexing): small enough that a page is a small part of a bulk
+/// save's peak memory (docs/performance.md, "Memory").
+const PAGE: usize = 2_000;
 /// Batches at least this large skip the tail and go straight into one commit.
 pub const BULK_CHANGES: usize = 1_000;
 /// The most changes a caller that must not wait (`Follow::Try`) applies itself:
