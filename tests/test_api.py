@@ -264,3 +264,16 @@ def test_a_forked_child_opens_and_uses_a_store(db_path: str) -> None:
         child.kill()
     assert child.exitcode == 0
     assert sorted(out.get(timeout=5)) == ["written before forked", "written by the forked child"]
+
+
+def test_a_subclass_of_saved_keeps_its_class_and_created() -> None:
+    from contextforge import Saved
+
+    class Mine(Saved):
+        pass
+
+    kept, found = Mine(5, True), Mine(6, False)
+    assert type(kept) is Mine and type(found) is Mine
+    assert kept.created and not found.created
+    assert (int(kept), int(found)) == (5, 6)
+    assert not Saved(7, False).created and isinstance(Saved(7, False), Saved)

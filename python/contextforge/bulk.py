@@ -16,7 +16,7 @@ from .saved import Saved
 if TYPE_CHECKING:
     from . import _core
 
-__all__ = ["CHUNK", "Chunk", "chunks", "save_chunked"]
+__all__ = ["CHUNK", "Chunk", "chunks", "pending", "save_chunked"]
 
 #: Items converted and handed to the engine at a time.
 CHUNK = 4096
@@ -74,15 +74,15 @@ def chunks(items: Iterable[Mapping[str, Any]], size: int = CHUNK) -> Iterator[Ch
             raise InvalidInputError(f"item {i}: unknown keys {sorted(map(str, unknown))}")
         if "content" not in item:
             raise InvalidInputError(f"item {i}: 'content' is required")
-        vector = item.get("embedding")
         try:
-            if vector is None:
+            if "embedding" not in item:
                 prepared.append(save_item(**item))
                 given.append(None)
             else:
                 fields = {k: v for k, v in item.items() if k != "embedding"}
                 prepared.append(save_item(**fields))
-                given.append(as_vector(vector))
+                vector = item["embedding"]
+                given.append(None if vector is None else as_vector(vector))
         except InvalidInputError as err:
             raise type(err)(f"item {i}: {err}") from err
         if len(prepared) == size:
@@ -109,10 +109,14 @@ async def save_chunked(
     With ``embed_first`` (an embedder to run) every chunk is embedded before
     the transaction opens: embedding inside it would hold the store's writer,
     against other processes and tasks, for as long as the embedder takes. Any
-    error, or a cancel, leaves nothing of the batch saved."""
-    ready: AsyncIterator[Ready] = _with_vectors(batch, item_vectors)
+    error, or a cancel before ``finish``, leaves nothing of the batch saved."""
     if embed_first:
-        ready = _replay([pair async for pair in ready])
+        # Every item checked before the embedder sees any: a bad one late in
+        # the batch costs no embedding.
+        whole = list(batch)
+        ready = _replay([pair async for pair in _with_vectors(_taken(whole), item_vectors)])
+    else:
+        ready = _with_vectors(batch, item_vectors)
     bulk = engine.bulk_save()
     try:
         async for chunk, vectors in ready:
@@ -139,6 +143,20 @@ async def _with_vectors(batch: Iterator[Chunk], item_vectors: ItemVectors) -> As
             raise _mixed(shape, now, chunk.first)
         shape = now
         yield chunk, vectors
+        del chunk, vectors  # not held while the next chunk is converted
+
+
+def pending(first: Chunk, second: Chunk, rest: Iterable[Chunk]) -> Iterator[Chunk]:
+    """``first``, ``second``, then ``rest``, holding none once it is taken."""
+    return _taken([first, second], rest)
+
+
+def _taken(chunks: list[Chunk], rest: Iterable[Chunk] = ()) -> Iterator[Chunk]:
+    """``chunks`` (emptied as they are taken), then ``rest``."""
+    chunks.reverse()
+    while chunks:
+        yield chunks.pop()
+    yield from rest
 
 
 async def _replay(pairs: list[Ready]) -> AsyncIterator[Ready]:

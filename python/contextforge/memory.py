@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
@@ -273,7 +272,9 @@ class ContextForge(Lineage, Distilling, Selecting):
         to the engine while the chunk before is written, all in the one
         transaction, so a large batch is never held whole. Whatever stops the
         call midway (a bad item, an exception from the iterable, a cancel)
-        saves nothing. The transaction is open while the iterable is read: read
+        saves nothing (once every item is handed over, the commit is under
+        way, as a single save's is). The transaction is open while the
+        iterable is read: read
         a source slow to produce into a list first. With ``Config.embedder``,
         every chunk is embedded before the transaction opens.
         """
@@ -283,9 +284,11 @@ class ContextForge(Lineage, Distilling, Selecting):
             return []
         second = next(batch, None)
         if second is not None:
+            rest = bulk.pending(first, second, batch)
+            del first, second  # let each chunk go once it is written
             return await bulk.save_chunked(
                 self._engine,
-                itertools.chain((first, second), batch),
+                rest,
                 self._chunk_vectors,
                 embed_first=self._config.embedder is not None,
             )

@@ -22,7 +22,12 @@ class Saved(int):
     created: bool = True
 
     def __new__(cls, id: int, created: bool) -> Saved:
-        return int.__new__(Saved if created else _Existing, id)
+        created = bool(created)
+        kind = _Existing if cls is Saved and not created else cls
+        self = int.__new__(kind, id)
+        if kind.created is not created:  # a subclass of the caller's, with a dict
+            object.__setattr__(self, "created", created)
+        return self
 
     @property
     def id(self) -> int:

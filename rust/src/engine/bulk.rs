@@ -41,6 +41,9 @@ impl BulkSave {
         let writer = std::thread::Builder::new()
             .name("contextforge-bulk".to_owned())
             .spawn(move || {
+                // Should this thread drop the store last (a bulk save rolled
+                // back after its handle closed), the store's drop needs the runtime.
+                let _ctx = crate::runtime::runtime().enter();
                 let mut first = match receiver.recv() {
                     Ok(Message::Chunk(chunk)) => Some(chunk),
                     Ok(Message::Done) => return Ok(Vec::new()),

@@ -1,7 +1,7 @@
 //! `_core.BulkSave`: one `save_many` too large for one crossing, fed a chunk
 //! at a time (`engine::BulkSave`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::Arc;
 
 use numpy::PyReadonlyArray2;
@@ -48,11 +48,22 @@ impl BulkSave {
         let entries = new_entries(items.0, matrix_rows(embeddings))?;
         let (core, aborted) = (Arc::clone(&self.core), Arc::clone(&self.aborted));
         awaitable_on(py, self.paths, move || {
-            let mut guard = core.lock();
-            let save = guard.as_mut().ok_or_else(ended)?;
-            let added = save.add(entries);
-            if added.is_err() || aborted.load(Ordering::Acquire) {
-                *guard = None;
+            let added = {
+                let mut guard = core.lock();
+                let save = guard.as_mut().ok_or_else(ended)?;
+                let added = save.add(entries);
+                if added.is_err() {
+                    *guard = None;
+                }
+                added
+            };
+            // An `abort` that found the save held (this call handing a chunk
+            // over) left it here to drop: read after the lock is let go (the
+            // fences pair with `abort`'s), so either the abort finds the lock
+            // free or its flag is seen here.
+            fence(Ordering::SeqCst);
+            if aborted.load(Ordering::SeqCst) {
+                *core.lock() = None;
             }
             added
         })
@@ -76,7 +87,8 @@ impl BulkSave {
     /// Ends the bulk save without keeping anything, without waiting: the
     /// writer rolls back on its own thread.
     fn abort(&self) {
-        self.aborted.store(true, Ordering::Release);
+        self.aborted.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         if let Some(mut guard) = self.core.try_lock() {
             *guard = None;
         }
