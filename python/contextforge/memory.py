@@ -274,9 +274,9 @@ class ContextForge(Lineage, Distilling, Selecting):
         call midway (a bad item, an exception from the iterable, a cancel)
         saves nothing (once every item is handed over, the commit is under
         way, as a single save's is). The transaction is open while the
-        iterable is read: read
-        a source slow to produce into a list first. With ``Config.embedder``,
-        every chunk is embedded before the transaction opens.
+        iterable is read: read a source slow to produce into a list first.
+        With ``Config.embedder``, every chunk is embedded before the
+        transaction opens.
         """
         batch = bulk.chunks(items)
         first = next(batch, None)

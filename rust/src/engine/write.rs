@@ -63,8 +63,8 @@ impl Memory {
         self.check_open()?;
         self.validate_items(&entries, (entries.len() > 1).then_some(0))?;
         let now = now_micros();
-        let mut written = Vec::with_capacity(entries.len());
-        if entries.len() <= SAVE_CHUNK {
+        let written = if entries.len() <= SAVE_CHUNK {
+            let mut written = Vec::with_capacity(entries.len());
             // Prepared before the write lock is taken: scrubbing and counting
             // never hold up another writer.
             let prepared = parallel_map(entries, |e| self.prepare(e, now));
@@ -87,14 +87,12 @@ impl Memory {
             } else {
                 self.publish(changes)?;
             }
+            written
         } else {
-            // A large batch is prepared and written a chunk at a time inside its
-            // one transaction, and each chunk is let go once its rows are in: the
-            // index then reads the batch back from the change log a page at a
-            // time. Peak memory follows the chunk, not the batch. The next chunk
-            // is prepared while this one is written.
-            written = self.save_chunks(chunked(entries, SAVE_CHUNK).map(Ok), now)?;
-        }
+            // A large batch is prepared and written a chunk at a time inside
+            // its one transaction (`save_chunks`).
+            self.save_chunks(chunked(entries, SAVE_CHUNK).map(Ok), now)?
+        };
         Ok(written.into_iter().map(|w| (w.id, w.seq.is_some())).collect())
     }
 
@@ -375,9 +373,10 @@ const SAVE_CHUNK: usize = 8192;
 /// prepared chunks are held at once. That one thread prepares every chunk:
 /// with the writer (and the caller converting the next chunk) busy beside
 /// it, more threads would not make it faster, and threads started for each
-/// chunk leave memory behind them (docs/performance.md, "Memory"). A chunk that comes as an error, or that
-/// failed to prepare, reaches `write` as an error (so nothing of the batch is
-/// kept); a panic while preparing goes on to the caller.
+/// chunk leave memory behind them (docs/performance.md, "A bulk save is
+/// streamed"). A chunk that comes as an error, or that failed to prepare,
+/// reaches `write` as an error (so nothing of the batch is kept); a panic
+/// while preparing goes on to the caller.
 fn prepared_ahead<T: Send, U: Send, R>(
     chunks: impl Iterator<Item = Result<Vec<T>>> + Send,
     prepare: impl Fn(T) -> U + Sync,
