@@ -61,6 +61,38 @@ async def test_reads_are_local_writes_reach_the_server(sqld: Sqld, tmp_path: Pat
     assert replica.exists()
 
 
+async def test_kept_entries_follow_every_change_on_a_replica(sqld: Sqld, tmp_path: Path) -> None:
+    """A replica keeps the entries its queries packed beside the index (its
+    connections keep no prepared statement, so reading them again each query
+    was as dear as the rest of the query). Every change after that, by this
+    handle or by another process once synced, is answered as it now is."""
+    config = Config(path=sqld.url, replica=str(tmp_path / "replica.db"))
+    async with await ContextForge.open(config) as local, await ContextForge.open(sqld.url) as other:
+        ids = [await local.save(f"rollout step {i} for the gateway", scope="ops") for i in range(6)]
+        for _ in range(2):  # the second answer comes from the kept entries
+            assert len(await local.query("gateway rollout", "ops", 4096)) == 6
+        # This handle's own changes, read at once.
+        await local.update(ids[0], content="rollout step 0 for the gateway, revised")
+        await local.update(ids[1], metadata={"stage": "canary"})
+        by_id = {h.id: h for h in await local.query("gateway rollout", "ops", 4096)}
+        assert by_id[ids[0]].content == "rollout step 0 for the gateway, revised"
+        assert by_id[ids[1]].metadata == {"stage": "canary"}
+        # Another process's, once synced: not before.
+        await other.update(ids[2], content="rollout step 2 for the gateway, by another")
+        await other.update(ids[3], scope="elsewhere")
+        await other.delete(ids[4])
+        stale = {h.id: h.content for h in await local.query("gateway rollout", "ops", 4096)}
+        assert stale[ids[2]] == "rollout step 2 for the gateway" and ids[4] in stale
+        await local.sync()
+        by_id = {h.id: h for h in await local.query("gateway rollout", "ops", 4096)}
+        assert by_id[ids[2]].content == "rollout step 2 for the gateway, by another"
+        assert ids[3] not in by_id and ids[4] not in by_id and len(by_id) == 4
+        moved = await local.query("gateway rollout", "elsewhere", 4096)
+        assert [(h.id, h.scope) for h in moved] == [(ids[3], "elsewhere")]
+        await local.delete(ids[5])
+        assert ids[5] not in {h.id for h in await local.query("gateway rollout", "ops", 4096)}
+
+
 async def test_reads_work_while_the_server_is_down(sqld: Sqld, tmp_path: Path) -> None:
     config = Config(path=sqld.url, replica=str(tmp_path / "replica.db"))
     async with await ContextForge.open(config) as cf:

@@ -1,11 +1,14 @@
-//! The entries a query packs, kept in RAM for a store read over the network.
+//! The entries a query packs, kept in RAM for a store whose reads are dear.
 //!
 //! A query through a libSQL server otherwise reads every entry it packs from
 //! the server, and the server's time grows with the rows: a hundred entries
-//! cost it more than the round trip itself. The index follows the change log,
+//! cost it more than the round trip itself. An embedded replica's reads are
+//! local, but its connections keep no prepared statement (`store/conn.rs`):
+//! libSQL parses each statement twice, and a query's fetch cost as much as the
+//! rest of the query. The index follows the change log,
 //! and every change it applies carries its entry, so the same changes keep
 //! this cache: an insert or update puts the entry, a delete removes it, a
-//! rebuild clears it. Entries read from the server for a query are put too,
+//! rebuild clears it. Entries read from the store for a query are put too,
 //! unless a change was applied while they were read (they may predate it).
 //!
 //! An entry here is never older than what the index reflects. It may be newer

@@ -147,7 +147,8 @@ impl SearchIndex {
             health: RwLock::new(health),
             dir: None,
             commit_failed: AtomicBool::new(false),
-            entries: store.reads_remote().then(|| super::EntryCache::new(super::entries::CAPACITY)),
+            entries: (store.reads_remote() || store.reads_replica())
+                .then(|| super::EntryCache::new(super::entries::CAPACITY)),
         })
     }
 

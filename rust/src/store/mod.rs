@@ -310,6 +310,12 @@ impl Store {
         self.kind == Kind::Remote
     }
 
+    /// Whether reads come from an embedded replica, whose connections keep
+    /// no prepared statements (`Conn::replica`).
+    pub fn reads_replica(&self) -> bool {
+        self.kind == Kind::Replica
+    }
+
     /// Brings a replica up to date with the server now; the replication frame
     /// it reached. `None` for any other store, which has nothing to sync.
     pub fn sync(&self) -> Result<Option<u64>> {
