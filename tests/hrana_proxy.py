@@ -30,6 +30,8 @@ class CountingProxy:
         self.count = 0
         # (path, HTTP status) of each request, in order.
         self.requests: list[tuple[str, int]] = []
+        # The body of each request, in order.
+        self.bodies: list[bytes] = []
         self._lock = threading.Lock()
         proxy = self
 
@@ -51,6 +53,7 @@ class CountingProxy:
                     upstream.close()
                 with proxy._lock:
                     proxy.requests.append((self.path, resp.status))
+                    proxy.bodies.append(body or b"")
                 self.send_response(resp.status)
                 for key, value in resp.getheaders():
                     if key.lower() not in SKIPPED:

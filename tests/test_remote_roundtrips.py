@@ -1,13 +1,17 @@
 """Round trips to a libSQL server, counted at a loopback proxy in front of a
-real sqld: a plain save is one, a query one, a bulk save two. And what the
-batched paths must still get right: duplicates by the full rule, vectors,
-another process's writes, text that looks like SQL, all-or-nothing bulk saves."""
+real sqld: a plain save is one, a query one, a bulk save two, each on a stream
+kept open from the call before. And what the batched paths must still get
+right: duplicates by the full rule, vectors, another process's writes, text
+that looks like SQL, all-or-nothing bulk saves, a stream the server lost."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TypeVar
+
+import asyncio
+import time
 
 import pytest
 from contextforge import ALL_SCOPES, ContextForge, InvalidInputError, StorageError
@@ -63,6 +67,94 @@ async def test_a_plain_save_is_one_round_trip_and_a_duplicate_too(sqld: Sqld) ->
             assert got is not None and got.session_id == "b"
             hits = await cf.query("anything", "demo", 1000, embedding=[0.6, 0.8, 0.0])
             assert [h.id for h in hits][:1] == [vectored]
+
+
+PIPELINE = "/v3-protobuf/pipeline"
+# A pipeline request's fields as protobuf writes them: the baton (field 1) of
+# the stream it runs on, and a request that closes the stream (field 2 holding
+# an empty `close`, field 1).
+BATON = b"\x0a"
+CLOSE = b"\x12\x02\x0a\x00"
+
+
+def pipelines(proxy: CountingProxy, since: int = 0) -> list[bytes]:
+    """The bodies of our client's requests from request `since` on."""
+    return [
+        body
+        for (path, _), body in zip(proxy.requests[since:], proxy.bodies[since:], strict=True)
+        if path.endswith(PIPELINE)
+    ]
+
+
+async def test_saves_and_queries_run_on_a_kept_stream(sqld: Sqld) -> None:
+    """Opening a stream costs the server a connection of its own: after the
+    first call, saves and queries run on a stream kept open, one request each,
+    and none closes it."""
+    with counting_proxy(sqld.port) as proxy:
+        async with await ContextForge.open(proxy.url) as cf:
+            await cf.save("the deploy failed: missing env var", scope="demo")
+            await cf.query("deploy", "demo", 1000)
+            since = proxy.count
+            for i in range(5):
+                n, _ = await trips(proxy, lambda: cf.save(f"rollout step {i}", scope="demo"))
+                assert n == 1
+                n, hits = await trips(proxy, lambda: cf.query("rollout step", "demo", 1000))
+                assert n == 1 and len(hits) == i + 1
+            sent = pipelines(proxy, since)
+            assert len(sent) == 10
+            assert all(body.startswith(BATON) and not body.endswith(CLOSE) for body in sent)
+            before_close = proxy.count
+        # Closing the store closes its kept streams (on a thread of their own).
+        deadline = time.monotonic() + 10
+        while not any(b.endswith(CLOSE) for b in pipelines(proxy, before_close)):
+            assert time.monotonic() < deadline, "the kept stream was not closed"
+            await asyncio.sleep(0.02)
+        assert all(b.startswith(BATON) for b in pipelines(proxy, before_close))
+
+
+async def test_a_restarted_server_loses_the_kept_stream_and_nothing_else(sqld: Sqld) -> None:
+    """The server forgets its streams when it restarts: the next call's request
+    on the kept stream is refused before anything runs, and is sent again on a
+    new stream. Each save is stored once."""
+    with counting_proxy(sqld.port) as proxy:
+        async with await ContextForge.open(proxy.url) as cf:
+            first = await cf.save("saved before the restart", scope="s")
+            assert len(await cf.query("restart", "s", 1000)) == 1
+            sqld.stop()
+            sqld.start()
+            since = len(proxy.requests)
+            second = await cf.save("saved after the restart", scope="s")
+            assert second.created and second != first
+            # Refused on the lost stream, then sent on a new one.
+            ours = [
+                (status, body.startswith(BATON))
+                for (path, status), body in zip(
+                    proxy.requests[since:], proxy.bodies[since:], strict=True
+                )
+                if path.endswith(PIPELINE)
+            ]
+            assert ours[:2] == [(400, True), (200, False)], ours
+            hits = await cf.query("restart", "s", 1000)
+            assert sorted(h.content for h in hits) == [
+                "saved after the restart",
+                "saved before the restart",
+            ]
+            assert await cf.count(scope="s") == 2
+
+
+async def test_a_store_idle_longer_than_the_server_keeps_a_stream_still_works(
+    sqld: Sqld,
+) -> None:
+    """The server drops a stream idle for 10 seconds; a store idle longer
+    saves and queries as before."""
+    async with await ContextForge.open(sqld.url) as cf:
+        await cf.save("before the pause", scope="s")
+        await cf.query("pause", "s", 1000)
+        await asyncio.sleep(11)
+        after = await cf.save("after the pause", scope="s")
+        assert after.created
+        hits = await cf.query("pause", "s", 1000)
+        assert sorted(h.content for h in hits) == ["after the pause", "before the pause"]
 
 
 async def test_a_query_is_one_round_trip_and_sees_another_writer(sqld: Sqld) -> None:
@@ -203,7 +295,8 @@ def doomed(url: str) -> int:
 async def test_a_save_the_server_fails_midway_writes_nothing(sqld: Sqld, dedupe: bool) -> None:
     """A statement that fails on the server after the entry was inserted (a
     trigger refuses its change-log row) skips the rest of its batch, COMMIT
-    included, and the request's stream closes: the server rolls it all back.
+    included; the request finds its stream inside a transaction, and closes
+    it: the server rolls it all back.
     With duplicate detection a bulk save is two requests, the transaction
     spanning both; without, one. Either way the write lock is let go."""
     async with await ContextForge.open(sqld.url) as cf:

@@ -15,7 +15,7 @@ pub struct PipelineRequest {
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct StreamRequest {
-    #[prost(oneof = "Request", tags = "1, 3")]
+    #[prost(oneof = "Request", tags = "1, 3, 8")]
     pub request: Option<Request>,
 }
 
@@ -25,6 +25,9 @@ pub enum Request {
     Close(Empty),
     #[prost(message, tag = "3")]
     Batch(BatchRequest),
+    /// Whether the stream is outside any transaction.
+    #[prost(message, tag = "8")]
+    GetAutocommit(Empty),
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -119,7 +122,7 @@ pub enum Outcome {
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct StreamResponse {
-    #[prost(oneof = "Response", tags = "1, 3")]
+    #[prost(oneof = "Response", tags = "1, 3, 8")]
     pub response: Option<Response>,
 }
 
@@ -129,6 +132,14 @@ pub enum Response {
     Close(Empty),
     #[prost(message, tag = "3")]
     Batch(BatchResponse),
+    #[prost(message, tag = "8")]
+    GetAutocommit(GetAutocommitResponse),
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct GetAutocommitResponse {
+    #[prost(bool, tag = "1")]
+    pub is_autocommit: bool,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

@@ -1,12 +1,33 @@
-//! Pipeline requests to a server (`wire.rs` carries them).
+//! Pipeline requests to a server (`wire.rs` carries them), on streams kept
+//! open between requests.
+//!
+//! A Hrana stream is a connection the server opens for it: opening one for
+//! every request and closing it after cost the server about as much as all of
+//! a save's statements (docs/performance.md, "A libSQL server"). So a request
+//! runs on a stream kept from an earlier one when there is one, and the same
+//! request asks, last, whether the stream is outside any transaction: only then
+//! is it kept again. A stream left inside a transaction (a batch that failed
+//! between its BEGIN and its COMMIT) is closed at once, which rolls it back.
+//! The server drops a stream idle for 10 seconds; a stream idle for
+//! `STREAM_IDLE` is not used again, and a request on a stream the server no
+//! longer knows (expired, or a restarted server) is sent again on a new one:
+//! the server ran nothing of it.
 
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 use prost::Message;
 
-use super::wire::{Sent, Wire};
+use super::wire::{Answer, Sent, Wire};
 use super::{proto, Batch, Outcome};
 use crate::error::{Error, Result};
 
 const PIPELINE: &str = "/v3-protobuf/pipeline";
+/// Streams kept for reuse; more are let go (the server drops them).
+const STREAMS: usize = 8;
+/// A stream unused for this long is not used again (the server drops one idle
+/// for 10 seconds).
+const STREAM_IDLE: Duration = Duration::from_secs(5);
 
 pub(crate) struct Client {
     wire: Wire,
@@ -14,10 +35,23 @@ pub(crate) struct Client {
     path: String,
     /// `Authorization: Bearer <token>`; never printed.
     auth: Option<String>,
+    /// Streams outside any transaction, the most recently used last.
+    streams: Mutex<Vec<Kept>>,
+}
+
+/// A stream kept open between requests.
+struct Kept {
+    baton: String,
+    used: Instant,
 }
 
 /// A batch sent by `start`, whose outcome is still to be read.
-pub(crate) struct Started(Sent);
+pub(crate) struct Started {
+    sent: Sent,
+    /// The encoded requests, sent again on a new stream if the kept one was lost.
+    requests: Vec<u8>,
+    kept: bool,
+}
 
 /// A stream left open by `begin`, holding its transaction until `finish` or
 /// `abandon`.
@@ -37,24 +71,26 @@ impl Client {
             Some(token) => Some(format!("Authorization: Bearer {token}")),
             None => None,
         };
-        let (https, host, port, path) = split_url(url)?;
-        Ok(Self { wire: Wire::new(https, &host, port)?, path, auth })
+        Self::with_auth(url, auth)
     }
 
-    /// Runs `batch` in a stream of its own, closed by the same request.
+    /// `new`, with the `Authorization` header line already made.
+    fn with_auth(url: &str, auth: Option<String>) -> Result<Self> {
+        let (https, host, port, path) = split_url(url)?;
+        Ok(Self { wire: Wire::new(https, &host, port)?, path, auth, streams: Mutex::default() })
+    }
+
+    /// Runs `batch` on a kept stream (or a new one), which stays open.
     pub fn run(&self, batch: Batch) -> Result<Outcome> {
-        let mut response = self.send(None, vec![batch.into_request(), close()])?;
-        outcome(&mut response, 0)
+        let started = self.start(batch)?;
+        self.outcome(started)
     }
 
     /// Runs `batch` and leaves its stream (and any transaction it began) open.
     pub fn begin(&self, batch: Batch) -> Result<(Outcome, Open)> {
         let mut response = self.send(None, vec![batch.into_request()])?;
-        let elsewhere = match response.base_url.take() {
-            Some(base) => Some(Client::new(&base, None).map(|c| Client { auth: self.auth.clone(), ..c })?),
-            None => None,
-        };
-        let open = response.baton.take().map(|baton| Open { baton, elsewhere });
+        let open =
+            response.baton.take().map(|baton| Open { baton, elsewhere: self.elsewhere(&mut response) });
         match (outcome(&mut response, 0), open) {
             (Ok(outcome), Some(open)) => Ok((outcome, open)),
             (Ok(_), None) => Err(Error::hrana("stream closed: `the server gave no baton`".into())),
@@ -70,7 +106,7 @@ impl Client {
     /// Runs `batch` on the stream `open` and closes it.
     pub fn finish(&self, open: Open, batch: Batch) -> Result<Outcome> {
         let via = open.elsewhere.as_ref().unwrap_or(self);
-        let mut response = via.send(Some(open.baton), vec![batch.into_request(), close()])?;
+        let mut response = via.send(Some(&open.baton), vec![batch.into_request(), close()])?;
         outcome(&mut response, 0)
     }
 
@@ -78,50 +114,149 @@ impl Client {
     /// failure is left to the server, which drops idle streams.
     pub fn abandon(&self, open: Open) {
         let via = open.elsewhere.as_ref().unwrap_or(self);
-        let _ = via.send(Some(open.baton), vec![close()]);
+        let _ = via.send(Some(&open.baton), vec![close()]);
     }
 
     /// `run`'s first half: `batch` is sent, its outcome not yet read.
     pub fn start(&self, batch: Batch) -> Result<Started> {
-        self.write(None, vec![batch.into_request(), close()]).map(Started)
+        let requests = encode(vec![batch.into_request(), autocommit()]);
+        let kept = self.take_stream();
+        let sent = self.write(kept.as_deref(), &requests)?;
+        Ok(Started { sent, requests, kept: kept.is_some() })
     }
 
     /// `run`'s second half.
     pub fn outcome(&self, started: Started) -> Result<Outcome> {
-        outcome(&mut self.read(started.0)?, 0)
+        let mut answer = self.wire.receive(started.sent)?;
+        if started.kept && lost_stream(&answer) {
+            answer = self.wire.receive(self.write(None, &started.requests)?)?;
+        }
+        let mut response = decode(answer)?;
+        self.settle(&mut response, 1);
+        outcome(&mut response, 0)
+    }
+
+    /// The most recently used kept stream, unless it has been idle too long
+    /// (then so have the others).
+    fn take_stream(&self) -> Option<String> {
+        let mut streams = self.streams.lock();
+        let kept = streams.pop()?;
+        if kept.used.elapsed() < STREAM_IDLE {
+            Some(kept.baton)
+        } else {
+            streams.clear();
+            None
+        }
+    }
+
+    /// Keeps the stream `response` left open if request `at` found it outside
+    /// any transaction; closes it otherwise, which rolls back what it holds.
+    fn settle(&self, response: &mut proto::PipelineResponse, at: usize) {
+        let Some(baton) = response.baton.take() else { return };
+        let elsewhere = self.elsewhere(response);
+        let idle = matches!(
+            response.results.get(at).and_then(|r| r.outcome.as_ref()),
+            Some(proto::Outcome::Ok(proto::StreamResponse {
+                response: Some(proto::Response::GetAutocommit(proto::GetAutocommitResponse {
+                    is_autocommit: true
+                })),
+            }))
+        );
+        if idle && elsewhere.is_none() {
+            let mut streams = self.streams.lock();
+            if streams.len() < STREAMS {
+                streams.push(Kept { baton, used: Instant::now() });
+            }
+            return; // beyond STREAMS, a stream outside a transaction is left to expire
+        }
+        let _ = elsewhere.as_ref().unwrap_or(self).send(Some(&baton), vec![close()]);
+    }
+
+    /// A client for the server a response asked its stream's next request to go to.
+    fn elsewhere(&self, response: &mut proto::PipelineResponse) -> Option<Client> {
+        let base = response.base_url.take()?;
+        match Client::with_auth(&base, self.auth.clone()) {
+            Ok(client) => Some(client),
+            Err(err) => {
+                log::warn!("the server asked for requests at a URL that cannot be used: {err}");
+                None
+            }
+        }
     }
 
     fn send(
         &self,
-        baton: Option<String>,
+        baton: Option<&str>,
         requests: Vec<proto::StreamRequest>,
     ) -> Result<proto::PipelineResponse> {
-        let sent = self.write(baton, requests)?;
-        self.read(sent)
+        let sent = self.write(baton, &encode(requests))?;
+        decode(self.wire.receive(sent)?)
     }
 
-    fn write(&self, baton: Option<String>, requests: Vec<proto::StreamRequest>) -> Result<Sent> {
-        let body = proto::PipelineRequest { baton, requests }.encode_to_vec();
+    /// Sends the encoded `requests` on the stream `baton` (a new one for `None`).
+    fn write(&self, baton: Option<&str>, requests: &[u8]) -> Result<Sent> {
+        // A message's fields may come in any order and in parts: the baton,
+        // then the requests encoded once.
+        let mut body =
+            proto::PipelineRequest { baton: baton.map(str::to_owned), requests: Vec::new() }.encode_to_vec();
+        body.extend_from_slice(requests);
         let mut headers = vec!["Content-Type: application/x-protobuf"];
         if let Some(auth) = &self.auth {
             headers.push(auth);
         }
         self.wire.send(&self.path, &headers, &body)
     }
+}
 
-    fn read(&self, sent: Sent) -> Result<proto::PipelineResponse> {
-        let answer = self.wire.receive(sent)?;
-        if answer.status != 200 {
-            let text = String::from_utf8_lossy(&answer.body);
-            return Err(Error::hrana(format!(
-                "api error: `status={} {}, body={text}`",
-                answer.status,
-                reason(answer.status)
-            )));
+impl Drop for Client {
+    /// Closes the kept streams on a thread of their own, so that a server that
+    /// cannot be reached does not hold up the close.
+    fn drop(&mut self) {
+        let streams = std::mem::take(&mut *self.streams.lock());
+        if streams.is_empty() {
+            return;
         }
-        proto::PipelineResponse::decode(answer.body.as_slice())
-            .map_err(|err| Error::hrana(format!("unexpected response: `{err}`")))
+        let closer = Client {
+            wire: self.wire.detach(),
+            path: self.path.clone(),
+            auth: self.auth.clone(),
+            streams: Mutex::default(),
+        };
+        let _ = std::thread::Builder::new().name("contextforge-close".into()).spawn(move || {
+            for kept in streams {
+                if closer.send(Some(&kept.baton), vec![close()]).is_err() {
+                    break;
+                }
+            }
+        });
     }
+}
+
+/// Whether the server answered that it does not know the request's stream:
+/// it expired, or the server restarted. Nothing of the request ran.
+fn lost_stream(answer: &Answer) -> bool {
+    answer.status == 400 && {
+        let body = String::from_utf8_lossy(&answer.body);
+        body.contains("STREAM_EXPIRED") || body.contains("invalid baton")
+    }
+}
+
+/// `requests` as a pipeline request's encoded field (without a baton).
+fn encode(requests: Vec<proto::StreamRequest>) -> Vec<u8> {
+    proto::PipelineRequest { baton: None, requests }.encode_to_vec()
+}
+
+fn decode(answer: Answer) -> Result<proto::PipelineResponse> {
+    if answer.status != 200 {
+        let text = String::from_utf8_lossy(&answer.body);
+        return Err(Error::hrana(format!(
+            "api error: `status={} {}, body={text}`",
+            answer.status,
+            reason(answer.status)
+        )));
+    }
+    proto::PipelineResponse::decode(answer.body.as_slice())
+        .map_err(|err| Error::hrana(format!("unexpected response: `{err}`")))
 }
 
 /// The reason phrase of the statuses a server answers with.
@@ -143,6 +278,10 @@ fn reason(status: u16) -> &'static str {
 
 fn close() -> proto::StreamRequest {
     proto::StreamRequest { request: Some(proto::Request::Close(proto::Empty {})) }
+}
+
+fn autocommit() -> proto::StreamRequest {
+    proto::StreamRequest { request: Some(proto::Request::GetAutocommit(proto::Empty {})) }
 }
 
 /// The batch outcome of request `index` in `response`.

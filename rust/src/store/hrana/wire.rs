@@ -142,6 +142,17 @@ impl Wire {
         Ok(answer)
     }
 
+    /// A `Wire` to the same server that takes over the idle connections.
+    pub fn detach(&self) -> Self {
+        Self {
+            host: self.host.clone(),
+            port: self.port,
+            authority: self.authority.clone(),
+            tls: self.tls.clone(),
+            idle: Mutex::new(std::mem::take(&mut *self.idle.lock())),
+        }
+    }
+
     /// An idle connection the server has not closed.
     fn kept(&self) -> Option<Link> {
         loop {
