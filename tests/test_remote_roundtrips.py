@@ -88,8 +88,8 @@ def pipelines(proxy: CountingProxy, since: int = 0) -> list[bytes]:
 
 async def test_saves_and_queries_run_on_a_kept_stream(sqld: Sqld) -> None:
     """Opening a stream costs the server a connection of its own: after the
-    first call, saves and queries run on a stream kept open, one request each,
-    and none closes it."""
+    first call, saves, queries and bulk saves run on a stream kept open, and
+    none closes it."""
     with counting_proxy(sqld.port) as proxy:
         async with await ContextForge.open(proxy.url) as cf:
             await cf.save("the deploy failed: missing env var", scope="demo")
@@ -100,8 +100,14 @@ async def test_saves_and_queries_run_on_a_kept_stream(sqld: Sqld) -> None:
                 assert n == 1
                 n, hits = await trips(proxy, lambda: cf.query("rollout step", "demo", 1000))
                 assert n == 1 and len(hits) == i + 1
+            # A bulk save's two requests (lookups, then inserts and commit) too.
+            n, ids = await trips(
+                proxy,
+                lambda: cf.save_many([{"content": f"bulk {i}", "scope": "demo"} for i in range(20)]),
+            )
+            assert n == 2 and all(i.created for i in ids)
             sent = pipelines(proxy, since)
-            assert len(sent) == 10
+            assert len(sent) == 12
             assert all(body.startswith(BATON) and not body.endswith(CLOSE) for body in sent)
             before_close = proxy.count
         # Closing the store closes its kept streams (on a thread of their own).

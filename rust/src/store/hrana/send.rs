@@ -88,7 +88,10 @@ impl Client {
 
     /// Runs `batch` and leaves its stream (and any transaction it began) open.
     pub fn begin(&self, batch: Batch) -> Result<(Outcome, Open)> {
-        let mut response = self.send(None, vec![batch.into_request()])?;
+        let requests = encode(vec![batch.into_request()]);
+        let kept = self.take_stream();
+        let sent = self.write(kept.as_deref(), &requests)?;
+        let mut response = self.answer(sent, kept.is_some(), &requests)?;
         let open =
             response.baton.take().map(|baton| Open { baton, elsewhere: self.elsewhere(&mut response) });
         match (outcome(&mut response, 0), open) {
@@ -103,10 +106,15 @@ impl Client {
         }
     }
 
-    /// Runs `batch` on the stream `open` and closes it.
+    /// Runs `batch` on the stream `open`, which is kept if `batch` ended its
+    /// transaction, and closed otherwise (rolling it back).
     pub fn finish(&self, open: Open, batch: Batch) -> Result<Outcome> {
-        let via = open.elsewhere.as_ref().unwrap_or(self);
-        let mut response = via.send(Some(&open.baton), vec![batch.into_request(), close()])?;
+        if let Some(via) = &open.elsewhere {
+            let mut response = via.send(Some(&open.baton), vec![batch.into_request(), close()])?;
+            return outcome(&mut response, 0);
+        }
+        let mut response = self.send(Some(&open.baton), vec![batch.into_request(), autocommit()])?;
+        self.settle(&mut response, 1);
         outcome(&mut response, 0)
     }
 
@@ -127,13 +135,19 @@ impl Client {
 
     /// `run`'s second half.
     pub fn outcome(&self, started: Started) -> Result<Outcome> {
-        let mut answer = self.wire.receive(started.sent)?;
-        if started.kept && lost_stream(&answer) {
-            answer = self.wire.receive(self.write(None, &started.requests)?)?;
-        }
-        let mut response = decode(answer)?;
+        let mut response = self.answer(started.sent, started.kept, &started.requests)?;
         self.settle(&mut response, 1);
         outcome(&mut response, 0)
+    }
+
+    /// The answer to `requests`, sent on a kept stream if `kept`: sent again
+    /// on a new stream if the server no longer knew that one.
+    fn answer(&self, sent: Sent, kept: bool, requests: &[u8]) -> Result<proto::PipelineResponse> {
+        let mut answer = self.wire.receive(sent)?;
+        if kept && lost_stream(&answer) {
+            answer = self.wire.receive(self.write(None, requests)?)?;
+        }
+        decode(answer)
     }
 
     /// The most recently used kept stream, unless it has been idle too long
