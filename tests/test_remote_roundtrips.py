@@ -6,12 +6,11 @@ that looks like SQL, all-or-nothing bulk saves, a stream the server lost."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TypeVar
-
-import asyncio
-import time
 
 import pytest
 from contextforge import ALL_SCOPES, ContextForge, InvalidInputError, StorageError
@@ -96,14 +95,16 @@ async def test_saves_and_queries_run_on_a_kept_stream(sqld: Sqld) -> None:
             await cf.query("deploy", "demo", 1000)
             since = proxy.count
             for i in range(5):
-                n, _ = await trips(proxy, lambda: cf.save(f"rollout step {i}", scope="demo"))
+                n, _ = await trips(proxy, partial(cf.save, f"rollout step {i}", scope="demo"))
                 assert n == 1
                 n, hits = await trips(proxy, lambda: cf.query("rollout step", "demo", 1000))
                 assert n == 1 and len(hits) == i + 1
             # A bulk save's two requests (lookups, then inserts and commit) too.
             n, ids = await trips(
                 proxy,
-                lambda: cf.save_many([{"content": f"bulk {i}", "scope": "demo"} for i in range(20)]),
+                lambda: cf.save_many(
+                    [{"content": f"bulk {i}", "scope": "demo"} for i in range(20)]
+                ),
             )
             assert n == 2 and all(i.created for i in ids)
             sent = pipelines(proxy, since)
@@ -301,41 +302,46 @@ def doomed(url: str) -> int:
 async def test_a_save_the_server_fails_midway_writes_nothing(sqld: Sqld, dedupe: bool) -> None:
     """A statement that fails on the server after the entry was inserted (a
     trigger refuses its change-log row) skips the rest of its batch, COMMIT
-    included; the request finds its stream inside a transaction, and closes
-    it: the server rolls it all back.
+    included, and the batch's last step rolls the transaction back: the same
+    request leaves its stream outside any transaction, kept for the next call.
     With duplicate detection a bulk save is two requests, the transaction
     spanning both; without, one. Either way the write lock is let go."""
-    async with await ContextForge.open(sqld.url) as cf:
-        await cf.save("before", scope="ok")
-        [made] = hrana(
-            sqld.url,
-            "CREATE TRIGGER refuse BEFORE INSERT ON changes WHEN NEW.scope = 'doomed' "
-            "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
-        )
-        assert made["type"] == "ok", made
-        with pytest.raises(StorageError, match="refused by the test"):
-            await cf.save("one doomed entry", scope="doomed", dedupe=dedupe)
-        with pytest.raises(StorageError, match="refused by the test"):
-            await cf.save_many(
+    with counting_proxy(sqld.port) as proxy:
+        async with await ContextForge.open(proxy.url) as cf:
+            await cf.save("before", scope="ok")
+            [made] = hrana(
+                sqld.url,
+                "CREATE TRIGGER refuse BEFORE INSERT ON changes WHEN NEW.scope = 'doomed' "
+                "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+            )
+            assert made["type"] == "ok", made
+            since = len(proxy.requests)
+            with pytest.raises(StorageError, match="refused by the test"):
+                await cf.save("one doomed entry", scope="doomed", dedupe=dedupe)
+            # One request, on the kept stream, and no other to close it.
+            sent = pipelines(proxy, since)
+            assert len(sent) == 1 and sent[0].startswith(BATON) and not sent[0].endswith(CLOSE)
+            with pytest.raises(StorageError, match="refused by the test"):
+                await cf.save_many(
+                    [
+                        {"content": f"doomed entry {i}", "scope": "doomed", "dedupe": dedupe}
+                        for i in range(30)
+                    ]
+                )
+            assert doomed(sqld.url) == 0
+            # Nothing holds the write lock: this handle and another one write now.
+            await cf.save("after", scope="ok")
+            async with await ContextForge.open(sqld.url) as other:
+                await other.save("from another handle", scope="ok")
+            hrana(sqld.url, "DROP TRIGGER refuse")
+            ids = await cf.save_many(
                 [
                     {"content": f"doomed entry {i}", "scope": "doomed", "dedupe": dedupe}
                     for i in range(30)
                 ]
             )
-        assert doomed(sqld.url) == 0
-        # Nothing holds the write lock: this handle and another one write now.
-        await cf.save("after", scope="ok")
-        async with await ContextForge.open(sqld.url) as other:
-            await other.save("from another handle", scope="ok")
-        hrana(sqld.url, "DROP TRIGGER refuse")
-        ids = await cf.save_many(
-            [
-                {"content": f"doomed entry {i}", "scope": "doomed", "dedupe": dedupe}
-                for i in range(30)
-            ]
-        )
-        assert doomed(sqld.url) == 30 and all(i.created for i in ids)
-        assert len(await cf.query("doomed entry", "doomed", 10_000)) == 30
+            assert doomed(sqld.url) == 30 and all(i.created for i in ids)
+            assert len(await cf.query("doomed entry", "doomed", 10_000)) == 30
 
 
 @pytest.mark.parametrize(

@@ -17,9 +17,10 @@ pub(super) struct Probe {
 }
 
 impl Probe {
-    /// Whether a fetch should still read the head with its entries.
+    /// Whether a fetch should still read the head with its entries: none was
+    /// read, and none is being read in the background.
     pub fn wants_head(&self) -> bool {
-        self.head.get().is_none()
+        self.head.get().is_none() && self.pending.borrow().is_none()
     }
 
     /// The head, read with entries.
@@ -29,9 +30,9 @@ impl Probe {
 
     /// Reads the head in the background, unless it is read already.
     pub fn start(&self, start: impl FnOnce() -> Option<PendingHead>) {
-        let mut pending = self.pending.borrow_mut();
-        if self.wants_head() && pending.is_none() {
-            *pending = start();
+        if self.wants_head() {
+            let started = start();
+            *self.pending.borrow_mut() = started;
         }
     }
 

@@ -190,8 +190,8 @@ impl Memory {
 
     /// Entries by id for an answer. With `probe` (on a server), the first
     /// read also reads the change log's head into it.
-    /// Over the network, entries the index's cache holds are not read again
-    /// (`index/entries.rs`).
+    /// Over the network or from a replica, entries the index's cache holds are
+    /// not read again (`index/entries.rs`).
     fn fetch(&self, ids: &[i64], probe: Option<&Probe>) -> Result<Vec<Option<Entry>>> {
         let Some(cache) = self.index.entry_cache() else { return self.fetch_stored(ids, probe) };
         let epoch = cache.epoch();

@@ -12,9 +12,13 @@
 //! unless a change was applied while they were read (they may predate it).
 //!
 //! An entry here is never older than what the index reflects. It may be newer
-//! (read after another process changed it): then the log's head is past what
-//! the index applied, which the query reads after its entries, and it catches
-//! up and answers again. Every packed entry is still checked against the
+//! (read after another process changed it). On a server, the log's head is
+//! then past what the index applied, which the query reads after its entries,
+//! and it catches up and answers again. On a replica, a query follows the
+//! replica's log before it ranks, and reads entries only from a replica that
+//! holds every write of this handle (`store/replica.rs`); an entry another
+//! process changed is newer only once a sync brought the change in, which the
+//! next query applies. Every packed entry is still checked against the
 //! query's filters (`engine/admit.rs`).
 
 use std::collections::HashMap;

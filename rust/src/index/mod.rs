@@ -112,14 +112,16 @@ pub struct SearchIndex {
     dir: Option<PathBuf>,
     /// A commit failed this session: the next open must count, not trust.
     commit_failed: AtomicBool,
-    /// For a store read over the network, the entries queries pack (`entries.rs`).
+    /// For a store read over the network or through a replica, the entries
+    /// queries pack (`entries.rs`).
     entries: Option<entries::EntryCache>,
 }
 
 pub use entries::EntryCache;
 
 impl SearchIndex {
-    /// The entries a query packs, kept for a store read over the network.
+    /// The entries a query packs, kept for a store read over the network or
+    /// through a replica.
     pub fn entry_cache(&self) -> Option<&EntryCache> {
         self.entries.as_ref()
     }

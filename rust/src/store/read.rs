@@ -9,7 +9,7 @@ use super::hrana::{self, Batch};
 use super::rows::{self, opt_text, text, Cells, ENTRY_COLUMNS};
 use super::{Change, ChangeOp, Store};
 use crate::entry::{Entry, Micros};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::runtime::block_on;
 
 /// The list lengths `fetch` pads to, so that it keeps a few statements.
@@ -220,13 +220,23 @@ fn in_order(ids: &[i64], entries: Vec<Entry>) -> Vec<Option<Entry>> {
 const HEAD: &str = "SELECT COALESCE(MAX(seq), 0) FROM changes";
 
 /// The log's head, asked of a server and not yet read: the request is on the
-/// wire while the query goes on.
-pub struct PendingHead(Arc<hrana::Client>, hrana::Started);
+/// wire while the query goes on. Dropped unread, it still reads the answer, so
+/// that the stream it went on is kept or closed (`hrana::Client::outcome`).
+pub struct PendingHead(Arc<hrana::Client>, Option<hrana::Started>);
 
 impl PendingHead {
     /// Reads the answer (waiting for it).
-    pub fn wait(self) -> Result<i64> {
-        Ok(self.0.outcome(self.1)?.first_integer(0)?.unwrap_or(0))
+    pub fn wait(mut self) -> Result<i64> {
+        let started = self.1.take().ok_or_else(|| Error::Internal("a head read twice".into()))?;
+        Ok(self.0.outcome(started)?.first_integer(0)?.unwrap_or(0))
+    }
+}
+
+impl Drop for PendingHead {
+    fn drop(&mut self) {
+        if let Some(started) = self.1.take() {
+            let _ = self.0.outcome(started);
+        }
     }
 }
 
@@ -244,7 +254,7 @@ impl Store {
         let mut batch = Batch::new();
         batch.push(HEAD, []);
         let started = client.start(batch).ok()?;
-        Some(PendingHead(client, started))
+        Some(PendingHead(client, Some(started)))
     }
 
     pub fn count(&self, filter: &ListFilter) -> Result<i64> {

@@ -12,7 +12,7 @@
 //! - a group: one batch begins the transaction and reads every stored entry
 //!   with one of the group's duplicate keys; the second inserts what is new
 //!   (`group::Plan`), with its vectors and changes, and commits. A failed
-//!   second batch ends its stream, and the server rolls the transaction back.
+//!   second batch rolls the transaction back in its last step (`hrana`).
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -193,8 +193,8 @@ pub(super) async fn insert_many(conn: &Conn, entries: &[PreparedEntry], now: Mic
     }
     batch.push("COMMIT", []);
     // Without a lookup, the BEGIN is in this batch, and a locked one wrote
-    // nothing. With one, a failed batch skips its COMMIT and its request
-    // closes the stream: the server rolls the transaction back.
+    // nothing. With one, a failed batch skips its COMMIT, and its last step
+    // rolls the transaction back (`hrana::Batch::push_rollback`).
     let mut outcome = match open {
         Some(stream) => client.finish(stream, batch)?,
         None => conn.run_while_locked(&batch).await?,

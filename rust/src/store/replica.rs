@@ -15,7 +15,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use libsql::Database;
 
@@ -27,8 +27,13 @@ pub(super) struct Replica {
     path: PathBuf,
     /// Held (locked) until the store is dropped.
     _lock: File,
-    /// This handle wrote to the server since the replica last synced.
-    stale: AtomicBool,
+    /// Counts this handle's writes to the server.
+    written: AtomicU64,
+    /// The count of writes the last sync to finish began after: the replica
+    /// holds every write up to it. A sync still running does not count, so a
+    /// read never takes a replica as caught up while it may still lack a write
+    /// the index has already taken in.
+    synced: AtomicU64,
 }
 
 /// Opens the replica `config.replica` of the server `config.path`.
@@ -42,30 +47,26 @@ pub(super) fn open(config: &Config) -> Result<(Database, Replica)> {
         builder = builder.sync_interval(interval);
     }
     let db = block_on(builder.build()).map_err(|err| replica_error(&path, err))?;
-    Ok((db, Replica { path, _lock: lock, stale: AtomicBool::new(false) }))
+    Ok((db, Replica { path, _lock: lock, written: AtomicU64::new(0), synced: AtomicU64::new(0) }))
 }
 
 impl Replica {
     /// Pulls the server's new frames into the replica; the frame it reached.
     pub fn sync(&self, db: &Database) -> Result<Option<u64>> {
-        self.stale.store(false, Ordering::Release);
-        match block_on(db.sync()) {
-            Ok(replicated) => Ok(replicated.frame_no()),
-            Err(err) => {
-                self.stale.store(true, Ordering::Release);
-                Err(replica_error(&self.path, err))
-            }
-        }
+        let covers = self.written.load(Ordering::Acquire);
+        let replicated = block_on(db.sync()).map_err(|err| replica_error(&self.path, err))?;
+        self.synced.fetch_max(covers, Ordering::AcqRel);
+        Ok(replicated.frame_no())
     }
 
     /// Notes that this handle wrote to the server.
     pub fn wrote(&self) {
-        self.stale.store(true, Ordering::Release);
+        self.written.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Syncs when this handle wrote since the last sync.
+    /// Syncs unless a sync begun after this handle's last write has finished.
     pub fn catch_up(&self, db: &Database) -> Result<()> {
-        if self.stale.load(Ordering::Acquire) {
+        if self.synced.load(Ordering::Acquire) < self.written.load(Ordering::Acquire) {
             self.sync(db)?;
         }
         Ok(())

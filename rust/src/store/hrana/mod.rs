@@ -12,10 +12,11 @@
 //! block: they run where libSQL's local calls run.
 //!
 //! Each step of a batch runs only if the step before it succeeded, so a batch
-//! that begins a transaction and ends with COMMIT writes all or nothing; the
-//! request that carries it closes its stream, which rolls back whatever did
-//! not commit. A transaction over two requests (`begin`, then `finish`) keeps
-//! the stream's baton between them.
+//! that begins a transaction and ends with COMMIT writes all or nothing; a
+//! last step rolls back whatever did not commit (`Batch::push_rollback`), and
+//! the stream, kept for the next request, is closed if it is still found
+//! inside a transaction (`send.rs`). A transaction over two requests
+//! (`begin`, then `finish`) keeps the stream's baton between them.
 
 mod proto;
 #[cfg(feature = "remote")]
@@ -56,6 +57,19 @@ impl Batch {
             },
         });
         step
+    }
+
+    /// Appends a ROLLBACK that runs only if the steps before it left a
+    /// transaction open (one failed after its BEGIN), so that the request
+    /// hands its stream back outside any transaction whatever becomes of its
+    /// answer.
+    pub fn push_rollback(&mut self) {
+        self.steps.push(proto::BatchStep {
+            condition: Some(proto::BatchCond {
+                cond: Some(proto::Cond::Not(proto::NotCond { is_autocommit: Some(proto::Empty {}) })),
+            }),
+            stmt: proto::Stmt { sql: Some("ROLLBACK".into()), args: Vec::new(), want_rows: Some(false) },
+        });
     }
 
     /// How many steps the batch holds.

@@ -64,6 +64,17 @@ pub enum Cond {
     /// The step runs only if step N succeeded.
     #[prost(uint32, tag = "1")]
     Ok(u32),
+    /// The step runs only if the inner condition does not hold.
+    #[prost(message, tag = "3")]
+    Not(NotCond),
+}
+
+/// The one condition we negate: the stream is outside any transaction (a
+/// `BatchCond` holding only its field 6).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct NotCond {
+    #[prost(message, optional, tag = "6")]
+    pub is_autocommit: Option<Empty>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

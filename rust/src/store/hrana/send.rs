@@ -4,15 +4,18 @@
 //! A Hrana stream is a connection the server opens for it: opening one for
 //! every request and closing it after cost the server about as much as all of
 //! a save's statements (docs/performance.md, "A libSQL server"). So a request
-//! runs on a stream kept from an earlier one when there is one, and the same
-//! request asks, last, whether the stream is outside any transaction: only then
-//! is it kept again. A stream left inside a transaction (a batch that failed
-//! between its BEGIN and its COMMIT) is closed at once, which rolls it back.
+//! runs on a stream kept from an earlier one when there is one. Its batch ends
+//! with a ROLLBACK that runs only inside a transaction (one of its steps failed
+//! between BEGIN and COMMIT), so the stream is left clean by the request
+//! itself, whatever becomes of the answer; the request asks, last, whether the
+//! stream is outside any transaction, and only then is it kept again (one
+//! still inside is closed at once, which rolls it back).
 //! The server drops a stream idle for 10 seconds; a stream idle for
 //! `STREAM_IDLE` is not used again, and a request on a stream the server no
 //! longer knows (expired, or a restarted server) is sent again on a new one:
 //! the server ran nothing of it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -37,6 +40,9 @@ pub(crate) struct Client {
     auth: Option<String>,
     /// Streams outside any transaction, the most recently used last.
     streams: Mutex<Vec<Kept>>,
+    /// The server asked for a stream's later requests at another URL (its
+    /// `base_url`): streams are then not kept, each request closing its own.
+    redirected: AtomicBool,
 }
 
 /// A stream kept open between requests.
@@ -77,7 +83,13 @@ impl Client {
     /// `new`, with the `Authorization` header line already made.
     fn with_auth(url: &str, auth: Option<String>) -> Result<Self> {
         let (https, host, port, path) = split_url(url)?;
-        Ok(Self { wire: Wire::new(https, &host, port)?, path, auth, streams: Mutex::default() })
+        Ok(Self {
+            wire: Wire::new(https, &host, port)?,
+            path,
+            auth,
+            streams: Mutex::default(),
+            redirected: AtomicBool::new(false),
+        })
     }
 
     /// Runs `batch` on a kept stream (or a new one), which stays open.
@@ -92,8 +104,8 @@ impl Client {
         let kept = self.take_stream();
         let sent = self.write(kept.as_deref(), &requests)?;
         let mut response = self.answer(sent, kept.is_some(), &requests)?;
-        let open =
-            response.baton.take().map(|baton| Open { baton, elsewhere: self.elsewhere(&mut response) });
+        let elsewhere = self.elsewhere(&mut response);
+        let open = response.baton.take().map(|baton| Open { baton, elsewhere });
         match (outcome(&mut response, 0), open) {
             (Ok(outcome), Some(open)) => Ok((outcome, open)),
             (Ok(_), None) => Err(Error::hrana("stream closed: `the server gave no baton`".into())),
@@ -108,7 +120,8 @@ impl Client {
 
     /// Runs `batch` on the stream `open`, which is kept if `batch` ended its
     /// transaction, and closed otherwise (rolling it back).
-    pub fn finish(&self, open: Open, batch: Batch) -> Result<Outcome> {
+    pub fn finish(&self, open: Open, mut batch: Batch) -> Result<Outcome> {
+        batch.push_rollback();
         if let Some(via) = &open.elsewhere {
             let mut response = via.send(Some(&open.baton), vec![batch.into_request(), close()])?;
             return outcome(&mut response, 0);
@@ -126,7 +139,13 @@ impl Client {
     }
 
     /// `run`'s first half: `batch` is sent, its outcome not yet read.
-    pub fn start(&self, batch: Batch) -> Result<Started> {
+    pub fn start(&self, mut batch: Batch) -> Result<Started> {
+        batch.push_rollback();
+        if self.redirected.load(Ordering::Relaxed) {
+            let requests = encode(vec![batch.into_request(), close()]);
+            let sent = self.write(None, &requests)?;
+            return Ok(Started { sent, requests, kept: false });
+        }
         let requests = encode(vec![batch.into_request(), autocommit()]);
         let kept = self.take_stream();
         let sent = self.write(kept.as_deref(), &requests)?;
@@ -153,6 +172,9 @@ impl Client {
     /// The most recently used kept stream, unless it has been idle too long
     /// (then so have the others).
     fn take_stream(&self) -> Option<String> {
+        if self.redirected.load(Ordering::Relaxed) {
+            return None;
+        }
         let mut streams = self.streams.lock();
         let kept = streams.pop()?;
         if kept.used.elapsed() < STREAM_IDLE {
@@ -164,7 +186,10 @@ impl Client {
     }
 
     /// Keeps the stream `response` left open if request `at` found it outside
-    /// any transaction; closes it otherwise, which rolls back what it holds.
+    /// any transaction; closes it otherwise, which rolls back what it holds
+    /// (a batch's own last step has rolled back already, unless it failed).
+    /// Beyond `STREAMS` kept, or on a server that redirects streams, it is
+    /// closed too.
     fn settle(&self, response: &mut proto::PipelineResponse, at: usize) {
         let Some(baton) = response.baton.take() else { return };
         let elsewhere = self.elsewhere(response);
@@ -180,8 +205,8 @@ impl Client {
             let mut streams = self.streams.lock();
             if streams.len() < STREAMS {
                 streams.push(Kept { baton, used: Instant::now() });
+                return;
             }
-            return; // beyond STREAMS, a stream outside a transaction is left to expire
         }
         let _ = elsewhere.as_ref().unwrap_or(self).send(Some(&baton), vec![close()]);
     }
@@ -189,6 +214,7 @@ impl Client {
     /// A client for the server a response asked its stream's next request to go to.
     fn elsewhere(&self, response: &mut proto::PipelineResponse) -> Option<Client> {
         let base = response.base_url.take()?;
+        self.redirected.store(true, Ordering::Relaxed);
         match Client::with_auth(&base, self.auth.clone()) {
             Ok(client) => Some(client),
             Err(err) => {
@@ -235,10 +261,16 @@ impl Drop for Client {
             path: self.path.clone(),
             auth: self.auth.clone(),
             streams: Mutex::default(),
+            redirected: AtomicBool::new(true),
         };
         let _ = std::thread::Builder::new().name("contextforge-close".into()).spawn(move || {
-            for kept in streams {
-                if closer.send(Some(&kept.baton), vec![close()]).is_err() {
+            // The newest first: an older one may have expired already. Only a
+            // server that cannot be reached ends the loop.
+            for kept in streams.into_iter().rev() {
+                let requests = encode(vec![close()]);
+                let answered =
+                    closer.write(Some(&kept.baton), &requests).and_then(|s| closer.wire.receive(s));
+                if answered.is_err() {
                     break;
                 }
             }
