@@ -133,13 +133,17 @@ impl From<libsql::Error> for Error {
 }
 
 /// SQLITE_BUSY (5) and SQLITE_LOCKED (6) are contention; on a libSQL server, a
-/// failed HTTP request, a closed or expired stream and a 5xx/429 answer are a lost
+/// failed HTTP request, a closed or expired stream, a 5xx/429 answer and a
+/// statement the server interrupted (SQLITE_INTERRUPT, 9) are a lost
 /// connection. SQL errors the server reports (constraints, syntax) are not.
 fn is_retryable(err: &libsql::Error) -> bool {
     let busy = |code: i32| (code & 0xff) == 5 || (code & 0xff) == 6;
+    let interrupted = |code: i32| (code & 0xff) == 9;
     match err {
         libsql::Error::SqliteFailure(code, _) => busy(*code),
-        libsql::Error::RemoteSqliteFailure(code, extended, _) => busy(*code) || busy(*extended),
+        libsql::Error::RemoteSqliteFailure(code, extended, _) => {
+            busy(*code) || busy(*extended) || interrupted(*code)
+        }
         libsql::Error::ConnectionFailed(_) | libsql::Error::WriteDelegation(_) => true,
         // The Hrana error type is private to libsql: classify by its message.
         libsql::Error::Hrana(inner) => hrana_retryable(&inner.to_string()),
@@ -169,12 +173,17 @@ fn hrana_retryable(message: &str) -> bool {
         let starting = status == 404 && message.contains("Namespace");
         return status >= 500 || status == 429 || status == 408 || lost_stream || starting;
     }
-    // A statement the server ran found the write lock taken: contention.
-    if message.starts_with("api error") && message.contains("database is locked") {
+    // A statement the server ran found the write lock taken: contention. Or
+    // the server interrupted it (sqld can, taking the write lock from a
+    // connection): the batch's later steps, COMMIT included, did not run, and
+    // its transaction was rolled back (by SQLite, or by the batch's last step).
+    if message.starts_with("api error")
+        && (message.contains("database is locked") || message.contains("SQLite error: interrupted"))
+    {
         return true;
     }
     if message.starts_with("stream error") {
-        return ["SQLITE_BUSY", "SQLITE_LOCKED", "STREAM_EXPIRED", "BATON"]
+        return ["SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_INTERRUPT", "STREAM_EXPIRED", "BATON"]
             .iter()
             .any(|code| message.contains(code));
     }
@@ -208,6 +217,11 @@ mod tests {
         assert!(hrana_retryable("api error: `status=503 Service Unavailable, body=`"));
         assert!(!hrana_retryable("api error: `status=401 Unauthorized, body=`"));
         assert!(hrana_retryable("api error: `SQLite error: database is locked`"));
+        assert!(hrana_retryable("api error: `SQLite error: interrupted`"));
+        assert!(hrana_retryable(
+            "stream error: `Error { message: \"interrupted\", code: \"SQLITE_INTERRUPT\" }`"
+        ));
+        assert!(!hrana_retryable("api error: `SQLite error: UNIQUE constraint failed: entries.id`"));
         assert!(!hrana_retryable(
             "api error: `status=401 Unauthorized, body={\"error\":\"Unauthorized: `The JWT has expired`\"}`"
         ));

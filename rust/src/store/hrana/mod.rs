@@ -212,6 +212,20 @@ mod tests {
     }
 
     #[test]
+    fn the_last_rollback_runs_only_inside_a_transaction() {
+        let mut batch = Batch::new();
+        batch.push("BEGIN IMMEDIATE", []);
+        batch.push("COMMIT", []);
+        batch.push_rollback();
+        let step = batch.steps.last().expect("a step");
+        assert_eq!(step.stmt.sql.as_deref(), Some("ROLLBACK"));
+        // `not` (field 3) around `is_autocommit` (field 6, empty), as the
+        // server's `BatchCond` reads them.
+        let condition = step.condition.clone().expect("a condition").encode_to_vec();
+        assert_eq!(condition, [0x1a, 0x02, 0x32, 0x00]);
+    }
+
+    #[test]
     fn values_round_trip_through_the_encoding() {
         let values = [
             Value::Null,
