@@ -527,7 +527,9 @@ fn a_batch_of_many_chunks_is_saved_whole_and_indexed_whole() {
     q.depth = Some(10_000);
     assert_eq!(engine.query(&q).unwrap().len(), 10_000);
     // Indexed after the save returned, by the flusher or that query, whichever
-    // came first: the segments of both commits were merged into one.
+    // came first; the segments of both commits are merged by the flusher after
+    // that, and by `flush` at the latest.
+    engine.flush().unwrap();
     let meta = std::fs::read_to_string(dir.path().join("memory.db.index").join("meta.json")).unwrap();
     let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
     assert_eq!(meta["segments"].as_array().map(Vec::len), Some(1), "{meta}");
@@ -538,6 +540,49 @@ fn a_batch_of_many_chunks_is_saved_whole_and_indexed_whole() {
     let context = query(&engine, "61297 61298", Some("c"));
     assert!(context.contains(&saved[61_299].0));
     assert_eq!(query(&engine, "chunked item 30001", Some("c")).first(), Some(&saved[30_001].0));
+}
+
+fn index_segments(dir: &tempfile::TempDir) -> usize {
+    let meta = std::fs::read_to_string(dir.path().join("memory.db.index").join("meta.json")).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
+    meta["segments"].as_array().map_or(0, Vec::len)
+}
+
+#[test]
+fn a_bulk_saves_segments_are_merged_by_the_flusher_and_at_close() {
+    // 60,000 entries: two index commits (of at most 50,000), so two segments
+    // until they are merged. The merge runs after the bulk is searchable, on
+    // the flusher (every second by default), without a flush.
+    let dir = tempfile::tempdir().unwrap();
+    let n = 60_000;
+    let batch = |tag: &str| -> Vec<NewEntry> {
+        (0..n)
+            .map(|i| NewEntry::new(format!("{tag} item {i}")).scope("m").at(NOW - (n - i) * 1_000))
+            .collect()
+    };
+    let engine = Memory::open(file_config(&dir)).unwrap();
+    let saved = engine.save_detailed(batch("merged")).unwrap();
+    assert_eq!(query(&engine, "merged item 59999", Some("m")).first(), Some(&saved[59_999].0));
+    assert_eq!(query(&engine, "merged item 7", Some("m")).first(), Some(&saved[7].0));
+    let waited = std::time::Instant::now();
+    while index_segments(&dir) != 1 {
+        assert!(waited.elapsed().as_secs() < 300, "the flusher never merged the bulk's segments");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(query(&engine, "merged item 30001", Some("m")).first(), Some(&saved[30_001].0));
+    // A second bulk, closed as soon as it is searchable: the close merges it.
+    let mut config = file_config(&dir);
+    config.flush_ms = 3_600_000; // no flusher round after the nudge's
+    drop(engine);
+    let engine = Memory::open(config.clone()).unwrap();
+    let again = engine.save_detailed(batch("closed")).unwrap();
+    assert_eq!(query(&engine, "closed item 59999", Some("m")).first(), Some(&again[59_999].0));
+    engine.close().unwrap();
+    assert!(index_segments(&dir) <= 2, "each bulk's segments merged into one");
+    let engine = Memory::open(config).unwrap();
+    assert_eq!(engine.count(&ListFilter::default()).unwrap(), 2 * n);
+    assert_eq!(query(&engine, "closed item 5", Some("m")).first(), Some(&again[5].0));
+    assert_eq!(query(&engine, "merged item 5", Some("m")).first(), Some(&saved[5].0));
 }
 
 #[test]

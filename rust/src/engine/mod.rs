@@ -154,6 +154,7 @@ impl Memory {
         self.write_returned()?;
         self.write_reads()?;
         self.index.catch_up()?;
+        self.index.merge_pending();
         self.index.flush()?;
         self.index.catch_up_graph()
     }

@@ -19,6 +19,9 @@ impl Flusher {
                     log::error!("indexing a bulk save failed: {err}");
                 }
             }
+            // After the bulk is applied and searchable, so a query waits for
+            // its commits and not for this.
+            index.merge_pending();
             if index.pending() > 0 {
                 if let Err(err) = index.flush_if_checked() {
                     // The tail still holds the changes; the next round retries.

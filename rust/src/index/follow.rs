@@ -42,8 +42,8 @@ pub enum Follow {
     /// is applying changes. Cheap when nothing is new.
     Wait,
     /// `Wait` after this process's own bulk save: the segments it commits are
-    /// merged into one segment before it returns (a query that follows
-    /// another process's bulk save leaves that to background merges).
+    /// left for `merge_pending` to merge (a query that follows another
+    /// process's bulk save leaves that to background merges).
     Merged,
     /// For a caller that must not wait: `false`, having applied nothing, when
     /// another thread is applying changes (a bulk save's indexing holds that
@@ -192,15 +192,12 @@ impl SearchIndex {
                 }
                 let behind = store.head()? - applied;
                 self.widen(behind, || {
-                    let before_bulk = if merge { Some(self.hold_merges()?) } else { None };
-                    let pulled = self.commit_pages(store, first, &mut neighbours);
-                    if let Some(before) = before_bulk {
-                        // Only an optimisation: the changes are applied either way.
-                        if let Err(err) = self.merge_new_segments(&before) {
-                            log::warn!("merging a bulk save's index segments failed: {err}");
-                        }
+                    if merge {
+                        let before = self.hold_merges()?;
+                        // The first unmerged bulk's: a later one's segments are new too.
+                        self.unmerged.lock().get_or_insert(before);
                     }
-                    pulled
+                    self.commit_pages(store, first, &mut neighbours)
                 })
             }
         }
@@ -253,10 +250,27 @@ impl SearchIndex {
         Ok(before)
     }
 
-    /// Merges the segments a bulk pull committed into as few as the segment
+    /// Merges the segments this process's bulk saves committed (`Follow::Merged`)
+    /// into as few as the segment cap allows, if any wait. Called by the
+    /// flusher once the bulk is applied and `apply_lock` let go, so the bulk is
+    /// searchable (in several segments) while the merge runs, and by `flush`
+    /// and `close`. Only an optimisation: a failure is logged.
+    pub fn merge_pending(&self) {
+        let Some(before) = self.unmerged.lock().take() else { return };
+        if self.health().damage().is_some() {
+            return; // the rebuild commits segments of its own
+        }
+        if let Err(err) = self.merge_new_segments(&before) {
+            log::warn!("merging a bulk save's index segments failed: {err}");
+        }
+    }
+
+    /// Merges the segments committed since `before` into as few as the segment
     /// cap allows (`segments.rs`), then lets background merges resume: a search
     /// over one segment is faster than over several (docs/performance.md,
-    /// "Bulk saves").
+    /// "Bulk saves"). Holds the writer, not `apply_lock`: no commit can change
+    /// the segments meanwhile, and the tail, which names entries by id, stands
+    /// over the merged segments as it did over the ones merged away.
     fn merge_new_segments(&self, before: &HashSet<SegmentId>) -> Result<()> {
         let mut guard = self.writer.lock();
         let writer = guard.as_mut().ok_or(Error::Closed)?;

@@ -106,6 +106,9 @@ pub struct SearchIndex {
     apply_lock: Mutex<()>,
     /// This process's bulk saves, indexed after they returned (`deferred.rs`).
     deferred: Mutex<deferred::Deferred>,
+    /// The segments searchable before this process's bulk saves whose own
+    /// segments wait to be merged (`SearchIndex::merge_pending`).
+    unmerged: Mutex<Option<std::collections::HashSet<tantivy::index::SegmentId>>>,
     /// Whether the committed index may be read (`health.rs`).
     health: RwLock<Arc<Health>>,
     /// The directory, when this process owns it (not an in-RAM index).
@@ -273,6 +276,7 @@ impl SearchIndex {
     pub fn close(&self) -> Result<()> {
         let sound = self.health().wait().is_ok();
         if sound {
+            self.merge_pending();
             self.commit_pending()?;
         }
         self.save_graph();

@@ -144,6 +144,7 @@ impl SearchIndex {
             applied: AtomicI64::new(committed),
             apply_lock: Mutex::new(()),
             deferred: Mutex::default(),
+            unmerged: Mutex::default(),
             health: RwLock::new(health),
             dir: None,
             commit_failed: AtomicBool::new(false),
@@ -197,6 +198,8 @@ impl SearchIndex {
         };
         *self.reader.write() = reader;
         *guard = Some(writer);
+        // Their segments are gone; the rebuilt index commits its own.
+        *self.unmerged.lock() = None;
         *self.view.write() = view;
         if let Some(cache) = &self.entries {
             cache.clear();
