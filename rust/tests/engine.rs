@@ -551,8 +551,8 @@ fn index_segments(dir: &tempfile::TempDir) -> usize {
 #[test]
 fn a_bulk_saves_segments_are_merged_by_the_flusher_and_at_close() {
     // 60,000 entries: two index commits (of at most 50,000), so two segments
-    // until they are merged. The merge runs after the bulk is searchable, on
-    // the flusher (every second by default), without a flush.
+    // or more until they are merged. The merge runs after the bulk is
+    // searchable, on the flusher (every 50 ms here), without a flush.
     let dir = tempfile::tempdir().unwrap();
     let n = 60_000;
     let batch = |tag: &str| -> Vec<NewEntry> {
@@ -570,13 +570,13 @@ fn a_bulk_saves_segments_are_merged_by_the_flusher_and_at_close() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert_eq!(query(&engine, "merged item 30001", Some("m")).first(), Some(&saved[30_001].0));
-    // A second bulk, closed as soon as it is searchable: the close merges it.
+    // A second bulk, closed at once: by the time `close` returns it is indexed
+    // and merged (by the flusher's round that the save nudged, or by the close).
     let mut config = file_config(&dir);
     config.flush_ms = 3_600_000; // no flusher round after the nudge's
     drop(engine);
     let engine = Memory::open(config.clone()).unwrap();
     let again = engine.save_detailed(batch("closed")).unwrap();
-    assert_eq!(query(&engine, "closed item 59999", Some("m")).first(), Some(&again[59_999].0));
     engine.close().unwrap();
     assert!(index_segments(&dir) <= 2, "each bulk's segments merged into one");
     let engine = Memory::open(config).unwrap();

@@ -61,7 +61,8 @@ impl SearchIndex {
     }
 
     /// Indexes the bulk saves that wait: their held changes as given, or
-    /// everything the log holds beyond the index, its new segments merged.
+    /// everything the log holds beyond the index, its new segments left for
+    /// `merge_pending`.
     /// Callers hold `apply_lock`.
     pub(super) fn apply_deferred(&self, store: &Store) -> Result<()> {
         let Deferred { wanted, changes } = std::mem::take(&mut *self.deferred.lock());

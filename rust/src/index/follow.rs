@@ -191,25 +191,31 @@ impl SearchIndex {
                     return Ok(());
                 }
                 let behind = store.head()? - applied;
-                self.widen(behind, || {
-                    if merge {
-                        let before = self.hold_merges()?;
-                        // The first unmerged bulk's: a later one's segments are new too.
-                        self.unmerged.lock().get_or_insert(before);
-                    }
-                    self.commit_pages(store, first, &mut neighbours)
-                })
+                let before =
+                    self.widen(behind, || self.commit_pages(store, first, &mut neighbours, merge))?;
+                match before {
+                    Some(before) => self.leave_unmerged(before),
+                    None => Ok(()),
+                }
             }
         }
     }
 
     /// Writes a bulk of changes from the log into the index a page at a time,
     /// starting with `first`, with the tail, and commits every `BULK_COMMIT`
-    /// of them and at the end. Only a page of changes is held at a time.
-    /// Callers hold `apply_lock`.
-    fn commit_pages(&self, store: &Store, first: Vec<Change>, neighbours: &mut Neighbours) -> Result<()> {
+    /// of them and at the end. Only a page of changes is held at a time. With
+    /// `hold`, background merges stop first, and the segments searchable before
+    /// the bulk are returned. Callers hold `apply_lock`.
+    fn commit_pages(
+        &self,
+        store: &Store,
+        first: Vec<Change>,
+        neighbours: &mut Neighbours,
+        hold: bool,
+    ) -> Result<Option<HashSet<SegmentId>>> {
         let mut guard = self.writer.lock();
         let writer = guard.as_mut().ok_or(Error::Closed)?;
+        let before = if hold { Some(hold_merges(writer)?) } else { None };
         let write = || {
             let mut upto = self.write_tail(writer)?;
             let mut page = first;
@@ -237,24 +243,28 @@ impl SearchIndex {
             self.commit_failed.store(true, Ordering::Release);
             reset_writer(&mut guard);
         }
-        result
+        result.map(|()| before)
     }
 
-    /// Stops background merges while a bulk pull commits page by page, and
-    /// returns the segments that were searchable before it.
-    fn hold_merges(&self) -> Result<HashSet<SegmentId>> {
+    /// Leaves the segments a bulk committed (those not in `before`) for
+    /// `merge_pending`, with background merges held off until then. Recorded
+    /// under the writer once the bulk is committed, so no merge can take it
+    /// before those segments exist.
+    fn leave_unmerged(&self, before: HashSet<SegmentId>) -> Result<()> {
         let guard = self.writer.lock();
         let writer = guard.as_ref().ok_or(Error::Closed)?;
-        let before = writer.index().searchable_segment_ids()?.into_iter().collect();
+        // `widen` may have swapped in a writer that merges in the background.
         writer.set_merge_policy(Box::new(NoMergePolicy));
-        Ok(before)
+        // The first unmerged bulk's: a later one's segments are new too.
+        self.unmerged.lock().get_or_insert(before);
+        Ok(())
     }
 
     /// Merges the segments this process's bulk saves committed (`Follow::Merged`)
     /// into as few as the segment cap allows, if any wait. Called by the
-    /// flusher once the bulk is applied and `apply_lock` let go, so the bulk is
-    /// searchable (in several segments) while the merge runs, and by `flush`
-    /// and `close`. Only an optimisation: a failure is logged.
+    /// flusher (after it applies any deferred bulk), so the bulk is searchable,
+    /// in several segments, before the merge runs, and by `flush` and `close`.
+    /// Only an optimisation: a failure is logged.
     pub fn merge_pending(&self) {
         let Some(before) = self.unmerged.lock().take() else { return };
         if self.health().damage().is_some() {
@@ -344,4 +354,11 @@ impl SearchIndex {
         self.applied.store(last, Ordering::Release);
         Ok(())
     }
+}
+
+/// Stops background merges on `writer` and returns the segments searchable now.
+fn hold_merges(writer: &tantivy::IndexWriter<tantivy::TantivyDocument>) -> Result<HashSet<SegmentId>> {
+    let before = writer.index().searchable_segment_ids()?.into_iter().collect();
+    writer.set_merge_policy(Box::new(NoMergePolicy));
+    Ok(before)
 }
