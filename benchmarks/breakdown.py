@@ -6,7 +6,9 @@ tantivy-py peer, on the benchmark's own workload (`workload.py`).
 For contextforge: the query latency an asyncio caller sees, the engine's own
 time, and its search and pack parts (`explain=True` timings), for scoped and
 unscoped queries; and the wall and CPU seconds of the bulk save (CPU over both
-cores: what two cores could at best bring the wall time down to). For
+cores: what two cores could at best bring the wall time down to), with the
+CPU seconds of each kind of thread for the save and for the indexing the first
+query after it waits for (Linux: read from ``/proc/self/task``). For
 tantivy-py: the same queries taken apart into the steps
 `systems/tantivy_sqlite.py` runs them in: parsing, tantivy's search call, reading
 fast fields, ranking and packing in Python, reading the contents from SQLite.
@@ -18,9 +20,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import re
 import resource
 import statistics
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -36,6 +41,66 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+class ThreadCpu:
+    """CPU seconds per thread, polled every 10 ms so that a thread which ends
+    between two snapshots keeps what it used (up to the last poll). Threads are
+    grouped by name with trailing digits dropped (tantivy's ``merge_thread_3``)."""
+
+    TASKS = Path("/proc/self/task")
+
+    def __init__(self) -> None:
+        self.tick = os.sysconf("SC_CLK_TCK")
+        self.seen: dict[tuple[str, str], float] = {}
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.poller = threading.Thread(target=self._poll, name="breakdown-poll", daemon=True)
+
+    @classmethod
+    def available(cls) -> bool:
+        return cls.TASKS.is_dir()
+
+    def _read(self) -> None:
+        for task in self.TASKS.iterdir():
+            try:
+                stat = (task / "stat").read_text()
+                name = (task / "comm").read_text().strip()
+            except OSError:
+                continue  # the thread ended
+            fields = stat[stat.rindex(")") + 2 :].split()
+            used = (int(fields[11]) + int(fields[12])) / self.tick  # utime + stime
+            with self.lock:
+                self.seen[(task.name, name)] = used
+
+    def _poll(self) -> None:
+        while not self.stop.wait(0.01):
+            self._read()
+
+    def start(self) -> ThreadCpu:
+        self._read()
+        self.poller.start()
+        return self
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.poller.join()
+
+    def snapshot(self) -> dict[tuple[str, str], float]:
+        self._read()
+        with self.lock:
+            return dict(self.seen)
+
+    @staticmethod
+    def spent(before: dict[tuple[str, str], float], after: dict[tuple[str, str], float]) -> str:
+        groups: dict[str, float] = defaultdict(float)
+        for key, used in after.items():
+            if key[1] != "breakdown-poll":
+                groups[re.sub(r"[-_]?\d+$", "", key[1])] += used - before.get(key, 0.0)
+        shown = sorted(((s, n) for n, s in groups.items() if s >= 0.01), reverse=True)
+        return f"{sum(s for s, _ in shown):.2f} CPU-s: " + ", ".join(
+            f"{n} {s:.2f}" for s, n in shown
+        )
+
+
 def medians(samples: dict[str, list[float]]) -> str:
     return ", ".join(f"{name} {statistics.median(xs):.0f}" for name, xs in samples.items())
 
@@ -46,8 +111,14 @@ async def ours(workload: Workload, folder: Path, rounds: int) -> None:
             {"content": e.content, "scope": e.scope, "timestamp": e.timestamp}
             for e in workload.entries
         ]
+        threads = ThreadCpu().start() if ThreadCpu.available() else None
+        if threads:
+            at_start = threads.snapshot()
         wall, cpu = time.perf_counter(), cpu_seconds()
         await cf.save_many(items)
+        saved_s = time.perf_counter() - wall
+        if threads:
+            at_saved = threads.snapshot()
         # Indexed after the call returns: the first query waits for that.
         first = workload.queries[0]
         await cf.query(first.text, everywhere(first.scope), workload.budget, now=workload.now)
@@ -56,6 +127,14 @@ async def ours(workload: Workload, folder: Path, rounds: int) -> None:
             f"contextforge bulk save: {wall:.2f} s wall, {cpu:.2f} CPU-s "
             f"({len(items) / wall:,.0f} entries/s; {cpu / 2:.2f} s if both cores did nothing else)"
         )
+        if threads:
+            at_found = threads.snapshot()
+            threads.finish()
+            print(f"  the save call, {saved_s:.2f} s: {ThreadCpu.spent(at_start, at_saved)}")
+            print(
+                f"  the first query's wait, {wall - saved_s:.2f} s: "
+                f"{ThreadCpu.spent(at_saved, at_found)}"
+            )
         del items
         for q in workload.queries[:100]:
             await cf.query(q.text, everywhere(q.scope), workload.budget, now=workload.now)

@@ -159,6 +159,30 @@ fn vectors_not_yet_in_the_graph_and_changed_ones_are_found_at_once() {
     assert!(similar(&store.engine, &fresh, None, 20).iter().all(|(id, _)| *id != new));
 }
 
+#[test]
+fn a_hybrid_query_of_a_large_store_finds_both_halves_within_its_scope() {
+    // The lexical half and the dense half each bring their match: while the
+    // graph is still being built (what it lacks is scanned), and after a flush
+    // has built it whole.
+    let dir = tempfile::tempdir().unwrap();
+    let store = build(dir.path(), 13);
+    // `held` is in the order saved: "entry {i} of big", then of "small".
+    let (by_word, in_small) = (store.held[1234].0, store.held[BIG + 1234].0);
+    let (by_vector, _, vector) = &store.held[4321];
+    let mut query = Query::new("1234", 4096);
+    query.embedding = Some(vector.clone());
+    for flushed in [false, true] {
+        for scopes in [None, Some(vec![Some("big".to_owned())])] {
+            query.scopes = scopes.clone();
+            let hits: Vec<i64> = store.engine.query(&query).unwrap().iter().map(|h| h.entry.id).collect();
+            assert!(hits.contains(&by_word), "the lexical match, scopes {scopes:?}, flushed {flushed}");
+            assert!(hits.contains(by_vector), "the dense match, scopes {scopes:?}, flushed {flushed}");
+            assert_eq!(hits.contains(&in_small), scopes.is_none(), "scopes {scopes:?}, flushed {flushed}");
+        }
+        store.engine.flush().unwrap(); // the graph answers the second round
+    }
+}
+
 fn graph_files(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let index = dir.join("memory.db.index");
     (index.join("vectors.graph"), index.join("vectors.graph.json"))
