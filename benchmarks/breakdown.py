@@ -41,64 +41,78 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-class ThreadCpu:
-    """CPU seconds per thread, polled every 10 ms so that a thread which ends
-    between two snapshots keeps what it used (up to the last poll). Threads are
-    grouped by name with trailing digits dropped (tantivy's ``merge_thread_3``)."""
+#: What each of contextforge's threads does in a bulk save (the kernel keeps
+#: 15 characters of a thread's name).
+ROLES = {
+    "python": "the caller's Python thread",
+    "contextforge-bu": "bulk writer (SQLite)",
+    "contextforge-sa": "chunk preparer",
+    "contextforge-pr": "chunk preparer",
+    "contextforge-fl": "flusher (log read back)",
+    "contextforge-wo": "query worker",
+    "contextforge-ru": "runtime",
+    "thrd-tantivy-in": "tantivy indexing",
+    "merge_thread": "tantivy merge",
+    "segment_updater": "tantivy segments",
+    "breakdown-poll": "this script's poller",
+}
+TASKS = Path("/proc/self/task")
+Snapshot = tuple[dict[tuple[str, str], float], float]
 
-    TASKS = Path("/proc/self/task")
+
+class ThreadCpu:
+    """CPU seconds of each thread, by (thread id, name). A poller reads them
+    every 25 ms, so that a thread which ends before a snapshot (a bulk save's
+    writer and preparer end with it; a wide bulk's tantivy threads with their
+    writer) keeps what it had used at the last poll; the process's own total
+    (which keeps everything ended threads used) gives the rest, so the
+    figures add up exactly. The poller's own reads are shown apart."""
 
     def __init__(self) -> None:
         self.tick = os.sysconf("SC_CLK_TCK")
         self.seen: dict[tuple[str, str], float] = {}
         self.lock = threading.Lock()
-        self.stop = threading.Event()
+        self.done = threading.Event()
         self.poller = threading.Thread(target=self._poll, name="breakdown-poll", daemon=True)
-
-    @classmethod
-    def available(cls) -> bool:
-        return cls.TASKS.is_dir()
+        self._read()
+        self.poller.start()
 
     def _read(self) -> None:
-        for task in self.TASKS.iterdir():
+        for task in TASKS.iterdir():
             try:
                 stat = (task / "stat").read_text()
                 name = (task / "comm").read_text().strip()
             except OSError:
-                continue  # the thread ended
-            fields = stat[stat.rindex(")") + 2 :].split()
-            used = (int(fields[11]) + int(fields[12])) / self.tick  # utime + stime
+                continue  # the thread ended: its last poll stands
+            fields = stat[stat.rindex(")") + 2 :].split()  # fields[0] is field 3, the state
+            used = (int(fields[11]) + int(fields[12])) / self.tick  # utime, stime
             with self.lock:
                 self.seen[(task.name, name)] = used
 
     def _poll(self) -> None:
-        while not self.stop.wait(0.01):
+        while not self.done.wait(0.025):
             self._read()
 
-    def start(self) -> ThreadCpu:
-        self._read()
-        self.poller.start()
-        return self
-
-    def finish(self) -> None:
-        self.stop.set()
-        self.poller.join()
-
-    def snapshot(self) -> dict[tuple[str, str], float]:
+    def snapshot(self) -> Snapshot:
         self._read()
         with self.lock:
-            return dict(self.seen)
+            return dict(self.seen), cpu_seconds()
 
-    @staticmethod
-    def spent(before: dict[tuple[str, str], float], after: dict[tuple[str, str], float]) -> str:
-        groups: dict[str, float] = defaultdict(float)
-        for key, used in after.items():
-            if key[1] != "breakdown-poll":
-                groups[re.sub(r"[-_]?\d+$", "", key[1])] += used - before.get(key, 0.0)
-        shown = sorted(((s, n) for n, s in groups.items() if s >= 0.01), reverse=True)
-        return f"{sum(s for s, _ in shown):.2f} CPU-s: " + ", ".join(
-            f"{n} {s:.2f}" for s, n in shown
-        )
+    def stop(self) -> None:
+        self.done.set()
+        self.poller.join()
+
+
+def spent(before: Snapshot, after: Snapshot) -> str:
+    """The CPU seconds between two snapshots, by role."""
+    groups: dict[str, float] = defaultdict(float)
+    for key, used in after[0].items():
+        name = re.sub(r"[-_]?\d+$", "", key[1])
+        groups[ROLES.get(name, name)] += used - before[0].get(key, 0.0)
+    total = after[1] - before[1]
+    groups["ended threads' last 25 ms"] += total - sum(groups.values())
+    shown = sorted(((s, n) for n, s in groups.items() if s >= 0.01), reverse=True)
+    return f"{total:.2f} CPU-s: " + ", ".join(f"{n} {s:.2f}" for s, n in shown)
 
 
 def medians(samples: dict[str, list[float]]) -> str:
@@ -111,14 +125,12 @@ async def ours(workload: Workload, folder: Path, rounds: int) -> None:
             {"content": e.content, "scope": e.scope, "timestamp": e.timestamp}
             for e in workload.entries
         ]
-        threads = ThreadCpu().start() if ThreadCpu.available() else None
-        if threads:
-            at_start = threads.snapshot()
+        threads = ThreadCpu() if TASKS.is_dir() else None
+        at_start = threads.snapshot() if threads else None
         wall, cpu = time.perf_counter(), cpu_seconds()
         await cf.save_many(items)
         saved_s = time.perf_counter() - wall
-        if threads:
-            at_saved = threads.snapshot()
+        at_saved = threads.snapshot() if threads else None
         # Indexed after the call returns: the first query waits for that.
         first = workload.queries[0]
         await cf.query(first.text, everywhere(first.scope), workload.budget, now=workload.now)
@@ -127,14 +139,11 @@ async def ours(workload: Workload, folder: Path, rounds: int) -> None:
             f"contextforge bulk save: {wall:.2f} s wall, {cpu:.2f} CPU-s "
             f"({len(items) / wall:,.0f} entries/s; {cpu / 2:.2f} s if both cores did nothing else)"
         )
-        if threads:
+        if threads and at_start and at_saved:
             at_found = threads.snapshot()
-            threads.finish()
-            print(f"  the save call, {saved_s:.2f} s: {ThreadCpu.spent(at_start, at_saved)}")
-            print(
-                f"  the first query's wait, {wall - saved_s:.2f} s: "
-                f"{ThreadCpu.spent(at_saved, at_found)}"
-            )
+            threads.stop()
+            print(f"  the save call, {saved_s:.2f} s: {spent(at_start, at_saved)}")
+            print(f"  the first query's wait, {wall - saved_s:.2f} s: {spent(at_saved, at_found)}")
         del items
         for q in workload.queries[:100]:
             await cf.query(q.text, everywhere(q.scope), workload.budget, now=workload.now)

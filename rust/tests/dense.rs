@@ -161,9 +161,9 @@ fn vectors_not_yet_in_the_graph_and_changed_ones_are_found_at_once() {
 
 #[test]
 fn a_hybrid_query_of_a_large_store_finds_both_halves_within_its_scope() {
-    // The lexical half and the dense half each bring their match: while the
-    // graph is still being built (what it lacks is scanned), and after a flush
-    // has built it whole.
+    // The lexical half and the dense half each bring their match: before a
+    // flush (the graph may lack some vectors yet; those are scanned), and
+    // after the flush has built it whole.
     let dir = tempfile::tempdir().unwrap();
     let store = build(dir.path(), 13);
     // `held` is in the order saved: "entry {i} of big", then of "small".

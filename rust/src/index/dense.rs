@@ -22,11 +22,13 @@ use crate::entry::{Entry, Micros};
 pub struct Dense {
     /// The dimension of every vector held; 0 before the first.
     dim: usize,
-    /// One block per scope, in the order each scope's first vector came; a
-    /// scope whose vectors all went keeps its (empty) block.
+    /// One block per scope that holds vectors, and empty ones (their memory
+    /// given back) waiting in `free` for the next new scope.
     blocks: Vec<Block>,
     /// Each scope key's place in `blocks`.
     block_of: HashMap<String, u32>,
+    /// Places in `blocks` whose scope's vectors all went.
+    free: Vec<u32>,
     slots: HashMap<i64, Slot>,
     /// The generation the next vector set gets.
     next_gen: u64,
@@ -50,6 +52,8 @@ struct Slot {
 /// One scope's vectors and the entries they belong to (without content).
 #[derive(Default)]
 struct Block {
+    /// The scope's key (`schema::scope_key`).
+    key: String,
     entries: Vec<Entry>,
     /// `session_key` of each entry, computed once.
     sessions: Vec<u64>,
@@ -101,8 +105,17 @@ impl Dense {
         let at = match self.block_of.get(key) {
             Some(&at) => at,
             None => {
-                let at = u32::try_from(self.blocks.len()).expect("fewer than 2^32 scopes hold vectors");
-                self.blocks.push(Block::default());
+                let block = Block { key: key.to_owned(), ..Block::default() };
+                let at = match self.free.pop() {
+                    Some(at) => {
+                        self.blocks[at as usize] = block;
+                        at
+                    }
+                    None => {
+                        self.blocks.push(block);
+                        u32::try_from(self.blocks.len() - 1).expect("fewer than 2^32 scopes hold vectors")
+                    }
+                };
                 self.block_of.insert(key.to_owned(), at);
                 at
             }
@@ -136,10 +149,17 @@ impl Dense {
             }
         }
         block.data.truncate(last * self.dim);
+        if block.entries.is_empty() {
+            // No slot names this block now: its memory goes, its place waits.
+            self.block_of.remove(&block.key);
+            *block = Block::default();
+            self.free.push(slot.block);
+        }
         if self.slots.is_empty() {
             self.dim = 0;
             self.blocks.clear();
             self.block_of.clear();
+            self.free.clear();
         }
     }
 
@@ -479,26 +499,39 @@ mod tests {
     }
 
     #[test]
-    fn a_scope_emptied_and_filled_again_and_a_store_emptied_of_vectors() {
+    fn a_scope_emptied_gives_its_block_to_the_next_new_scope() {
         let mut dense = Dense::default();
         let ids = |n: Vec<Neighbour>| n.into_iter().map(|n| n.id).collect::<Vec<_>>();
+        let scoped = |scope: &str| request(Some(vec![scope]));
         dense.apply(1, Some(&entry(1, "a")), Some(&[1.0, 0.0]));
         dense.apply(2, Some(&entry(2, "b")), Some(&[0.0, 1.0]));
+        dense.apply(5, Some(&entry(5, "b")), Some(&[0.6, 0.8]));
+        // The first row of the second block goes: its last row moves up.
+        dense.apply(2, None, None);
+        assert_eq!(dense.vector(5), Some(&[0.6, 0.8][..]));
+        assert_eq!(ids(dense.search(&scoped("b"), &[0.6, 0.8], 5)), vec![5]);
         dense.apply(1, None, None); // "a" holds nothing now
-        assert_eq!(dense.reach(&request(Some(vec!["a"]))), 0);
-        assert!(dense.search(&request(Some(vec!["a"])), &[1.0, 0.0], 5).is_empty());
-        assert_eq!(ids(dense.search(&request(None), &[1.0, 0.0], 5)), vec![2]);
-        dense.apply(3, Some(&entry(3, "a")), Some(&[1.0, 0.0]));
-        assert_eq!(dense.reach(&request(Some(vec!["a", "b"]))), 2);
-        assert_eq!(ids(dense.search(&request(Some(vec!["a"])), &[1.0, 0.0], 5)), vec![3]);
+        assert_eq!(dense.reach(&scoped("a")), 0);
+        assert!(dense.search(&scoped("a"), &[1.0, 0.0], 5).is_empty());
+        assert_eq!(ids(dense.search(&request(None), &[1.0, 0.0], 5)), vec![5]);
+        // A new scope takes the emptied block; "a" stays empty.
+        dense.apply(3, Some(&entry(3, "c")), Some(&[1.0, 0.0]));
+        assert_eq!(dense.blocks.len(), 2, "the emptied block is used again");
+        assert!(dense.search(&scoped("a"), &[1.0, 0.0], 5).is_empty());
+        assert_eq!(ids(dense.search(&scoped("c"), &[1.0, 0.0], 5)), vec![3]);
+        assert_eq!(dense.vector(3), Some(&[1.0, 0.0][..]));
+        dense.apply(4, Some(&entry(4, "a")), Some(&[0.0, 1.0]));
+        assert_eq!(dense.reach(&request(Some(vec!["a", "b", "c"]))), 3);
+        assert_eq!(ids(dense.search(&scoped("a"), &[0.0, 1.0], 5)), vec![4]);
         assert!(!dense.graphed_admits(&request(None), 3), "not in the graph yet");
         // Every vector gone: the next one may have another dimension.
-        dense.apply(2, None, None);
-        dense.apply(3, None, None);
-        assert!(dense.is_empty() && dense.dim() == 0);
-        dense.apply(4, Some(&entry(4, "b")), Some(&[0.0, 0.0, 2.0]));
-        assert_eq!(dense.vector(4), Some(&[0.0, 0.0, 1.0][..]));
-        assert_eq!(ids(dense.search(&request(Some(vec!["b"])), &[0.0, 0.0, 1.0], 5)), vec![4]);
-        assert!(dense.search(&request(Some(vec!["a"])), &[0.0, 0.0, 1.0], 5).is_empty());
+        for id in [3, 4, 5] {
+            dense.apply(id, None, None);
+        }
+        assert!(dense.is_empty() && dense.dim() == 0 && dense.blocks.is_empty());
+        dense.apply(6, Some(&entry(6, "b")), Some(&[0.0, 0.0, 2.0]));
+        assert_eq!(dense.vector(6), Some(&[0.0, 0.0, 1.0][..]));
+        assert_eq!(ids(dense.search(&scoped("b"), &[0.0, 0.0, 1.0], 5)), vec![6]);
+        assert!(dense.search(&scoped("a"), &[0.0, 0.0, 1.0], 5).is_empty());
     }
 }
