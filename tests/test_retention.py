@@ -104,7 +104,7 @@ async def test_a_version_one_store_opens_through_migrations(tmp_path: Path) -> N
     [(version,)] = conn.execute("PRAGMA user_version").fetchall()
     columns = {row[1] for row in conn.execute("PRAGMA table_info(entries)")}
     conn.close()
-    assert version == 8
+    assert version == 9
     assert {"expires_at", "last_returned", "risks", "updated_at", "key", "valid_to"} <= columns
 
 

@@ -94,4 +94,29 @@ async def test_the_upgrade_adds_keys_and_leaves_every_entry_current(old_store: s
         assert [h.id for h in history] == [first, second]
         assert history[0].superseded_by == second
     with sqlite3.connect(old_store) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 8
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 9
+
+
+async def test_one_open_version_per_key_and_scope_holds_after_the_upgrade(old_store: str) -> None:
+    """Schema 9 rebuilt the index that allows one open version of a key per
+    scope; it holds as before, in a named scope and in the global one."""
+    async with await ContextForge.open(old_store) as cf:
+        await cf.save("the build server is ci-1", scope="user:alice", key="build.server")
+        await cf.save("the build server is ci-1", key="build.server")
+    insert = (
+        "INSERT INTO entries (scope, kind, content, ts, tokens, created_at, content_key, key)"
+        " VALUES (?, 'note', 'the build server is ci-9', 1, 1, 1, 1, 'build.server')"
+    )
+    db = sqlite3.connect(old_store)
+    try:
+        for scope in ("user:alice", None):
+            with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+                db.execute(insert, (scope,))
+        db.execute(insert, ("user:bob",))  # another scope has a version of its own
+        [(sql,)] = db.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'entries_key_open'"
+        ).fetchall()
+        assert "x'00'" in sql and "char(0)" not in sql
+    finally:
+        db.rollback()
+        db.close()

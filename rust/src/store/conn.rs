@@ -212,6 +212,11 @@ impl Tx<'_> {
         self.conn.execute_on(&self.tx, sql, params).await
     }
 
+    /// Whether this transaction runs on a server.
+    pub fn is_remote(&self) -> bool {
+        self.conn.is_remote()
+    }
+
     pub async fn commit(self) -> Result<()> {
         Ok(self.tx.commit().await?)
     }

@@ -3,10 +3,19 @@
 //! three per entry. A bulk save spent most of its write time setting up and
 //! stepping those small statements.
 //!
-//! Ids and change numbers come back through RETURNING, whose row order SQLite
-//! leaves open; both tables are AUTOINCREMENT, so within one statement (inside
-//! the writer's transaction) they are handed out in the order the rows are
-//! listed, and sorting them restores that order.
+//! Both tables are AUTOINCREMENT, so within one statement (inside the writer's
+//! transaction) the rows get consecutive ids in the order they are listed. On
+//! a file the ids follow from the last one (`last_insert_rowid`); on a server,
+//! whose transaction is a stream of its own, RETURNING names them (see
+//! [`inserted_ids`]).
+//!
+//! The entries' insert is `OR FAIL`, and calls no function (schema 9 took
+//! `char(0)` out of the open-key index): SQLite then has nothing of the
+//! statement to undo on an error (any error rolls the whole transaction back),
+//! so it keeps no statement journal, which had copied every index page a
+//! group touched (a random leaf of `entries_dedup` per row) before changing
+//! it. The log's insert still keeps one (its nonce is `random()`), for the
+//! few pages at the log's end.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -16,7 +25,7 @@ use libsql::Value;
 use super::change_log::Written;
 use super::conn::Tx;
 use super::dedupe;
-use super::rows::{entry_values, padded_in, ENTRY_ROW, INSERT_ENTRY};
+use super::rows::{entry_values, padded_in, ENTRY_COLUMNS_INSERTED, ENTRY_ROW};
 use super::schema::OP_INSERT;
 use super::PreparedEntry;
 use crate::entry::Micros;
@@ -166,8 +175,11 @@ async fn insert_rows(tx: &Tx<'_>, rows: &[(&PreparedEntry, i64)], now: Micros) -
         return Ok(Vec::new());
     }
     let params: Vec<Value> = rows.iter().flat_map(|&(e, key)| entry_values(e, key, now)).collect();
-    let sql = format!("{INSERT_ENTRY} {} RETURNING id", vec![ENTRY_ROW; rows.len()].join(","));
-    returned_in_order(tx, &sql, params, rows.len()).await
+    let sql = format!(
+        "INSERT OR FAIL INTO entries {ENTRY_COLUMNS_INSERTED} VALUES {}",
+        vec![ENTRY_ROW; rows.len()].join(",")
+    );
+    inserted_ids(tx, &sql, "id", params, rows.len()).await
 }
 
 /// Logs an insert of each of `ids` (of the entries `rows`, in order) in one
@@ -189,26 +201,48 @@ async fn log_inserts(
         })
         .collect();
     let sql = format!(
-        "INSERT INTO changes (entry_id, op, at, scope) VALUES {} RETURNING seq",
+        "INSERT INTO changes (entry_id, op, at, scope) VALUES {}",
         vec![format!("(?, {OP_INSERT}, ?, ?)"); ids.len()].join(",")
     );
-    returned_in_order(tx, &sql, params, ids.len()).await
+    inserted_ids(tx, &sql, "seq", params, ids.len()).await
 }
 
-/// The integers an `INSERT ... RETURNING` of `n` rows into an AUTOINCREMENT
-/// table returns, in the order the rows were listed. A full group's statement
-/// is kept prepared; the shapes of smaller ones (a group with repeats) are not.
-async fn returned_in_order(tx: &Tx<'_>, sql: &str, params: Vec<Value>, n: usize) -> Result<Vec<i64>> {
-    let mut rows =
-        if n == GROUP { tx.query_kept(sql, params).await? } else { tx.query_once(sql, params).await? };
-    let mut out = Vec::with_capacity(n);
-    while let Some(row) = rows.next().await? {
-        out.push(row.get::<i64>(0)?);
+/// The ids `insert` (a statement inserting `n` rows into an AUTOINCREMENT
+/// table, without RETURNING) gives its rows, in the order the rows are listed.
+/// A full group's statement is kept prepared; the shapes of smaller ones (a
+/// group with repeats) are not.
+///
+/// On a file they are read from the connection's last rowid: RETURNING would
+/// name the same ids, but SQLite gathers its rows in a temporary table before
+/// handing them out one at a time. A server's transaction runs on a stream
+/// whose last rowid this connection does not see, so there `column` is
+/// returned and sorted into order.
+async fn inserted_ids(
+    tx: &Tx<'_>,
+    insert: &str,
+    column: &str,
+    params: Vec<Value>,
+    n: usize,
+) -> Result<Vec<i64>> {
+    if tx.is_remote() {
+        let sql = format!("{insert} RETURNING {column}");
+        let mut rows = tx.query_once(&sql, params).await?;
+        let mut out = Vec::with_capacity(n);
+        while let Some(row) = rows.next().await? {
+            out.push(row.get::<i64>(0)?);
+        }
+        drop(rows);
+        if out.len() != n {
+            return Err(Error::Internal(format!("{n} rows inserted, {} returned", out.len())));
+        }
+        out.sort_unstable();
+        return Ok(out);
     }
-    drop(rows);
-    if out.len() != n {
-        return Err(Error::Internal(format!("{n} rows inserted, {} returned", out.len())));
+    let changed =
+        if n == GROUP { tx.execute_kept(insert, params).await? } else { tx.execute(insert, params).await? };
+    if changed != n as u64 {
+        return Err(Error::Internal(format!("{n} rows listed, {changed} inserted")));
     }
-    out.sort_unstable();
-    Ok(out)
+    let last = tx.last_insert_rowid();
+    Ok((last - n as i64 + 1..=last).collect())
 }

@@ -99,8 +99,15 @@ pub fn entry(row: &impl Cells, at: i32) -> Result<Entry> {
 }
 
 /// The columns an entry insert writes, in `entry_values`' order.
-pub const INSERT_ENTRY: &str = "INSERT INTO entries (id, content, kind, scope, session_id, metadata, ts, \
-     tokens, created_at, content_key, expires_at, risks, key, valid_from, valid_to) VALUES";
+macro_rules! inserted_columns {
+    () => {
+        "(id, content, kind, scope, session_id, metadata, ts, tokens, created_at, content_key, \
+         expires_at, risks, key, valid_from, valid_to)"
+    };
+}
+pub const ENTRY_COLUMNS_INSERTED: &str = inserted_columns!();
+/// An entry insert, up to its rows.
+pub const INSERT_ENTRY: &str = concat!("INSERT INTO entries ", inserted_columns!(), " VALUES");
 /// One row's placeholders for `INSERT_ENTRY`.
 pub const ENTRY_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 

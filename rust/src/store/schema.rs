@@ -142,6 +142,16 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX reads_at ON reads (at);
     ",
+    // 9: the open-key index without a function call. SQLite takes a statement
+    // that calls a function (char(0) here) as one that may stop halfway, and
+    // so kept a statement journal for every insert into entries: a copy of
+    // each page the insert touched. No text scope equals a blob, as none
+    // could hold char(0).
+    r"
+    DROP INDEX entries_key_open;
+    CREATE UNIQUE INDEX entries_key_open ON entries (ifnull(scope, x'00'), key)
+        WHERE key IS NOT NULL AND valid_to IS NULL;
+    ",
 ];
 
 /// The `meta` key of the database's random id (migration 5).
