@@ -100,6 +100,25 @@ async def test_save_many_reports_created_and_repeats_within_the_call(mem: Contex
     assert len({int(s) for s in saved}) == 3
 
 
+# Fewer entries than a group go in groups of a power of two, the last of an odd
+# count alone: 11 are 8, 2 and 1.
+@pytest.mark.parametrize("n", [2, 5, 11, 63])
+async def test_a_short_batch_gives_each_item_its_entry(mem: ContextForge, n: int) -> None:
+    stored = await mem.save("item 3", scope="s")
+    contents = [f"item {i}" for i in range(n - 1)] + ["item 0"]
+    saved = await mem.save_many([{"content": c, "scope": "s"} for c in contents])
+    assert len(saved) == n
+    assert saved[-1] == saved[0] and saved[0].created and not saved[-1].created
+    if n > 3:
+        assert saved[3] == stored and not saved[3].created
+    new = [s for s in saved if s.created]
+    assert new == sorted(new) and len(set(new)) == len(new)
+    for content, entry_id in zip(contents, saved):
+        entry = await mem.get(entry_id)
+        assert entry is not None and entry.content == content
+    assert await mem.count("s") == len(new) + 1
+
+
 # A batch big enough for the grouped insert path (64 entries a group).
 async def test_grouped_saves_follow_the_same_rule(mem: ContextForge) -> None:
     items = [
