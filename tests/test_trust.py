@@ -100,8 +100,7 @@ async def test_save_many_reports_created_and_repeats_within_the_call(mem: Contex
     assert len({int(s) for s in saved}) == 3
 
 
-# Fewer entries than a group go in groups of a power of two, the last of an odd
-# count alone: 11 are 8, 2 and 1.
+# Batches shorter than a group (64), and what a batch leaves after its groups.
 @pytest.mark.parametrize("n", [2, 5, 11, 63])
 async def test_a_short_batch_gives_each_item_its_entry(mem: ContextForge, n: int) -> None:
     stored = await mem.save("item 3", scope="s")

@@ -209,8 +209,8 @@ async fn log_inserts(
 
 /// The ids `insert` (a statement inserting `n` rows into an AUTOINCREMENT
 /// table, without RETURNING) gives its rows, in the order the rows are listed.
-/// A statement of a power of two rows is kept prepared (groups come in those
-/// sizes); other shapes (a group with repeats) are not.
+/// A full group's statement is kept prepared; the shapes of smaller ones (a
+/// group with repeats) are not.
 ///
 /// On a file they are read from the connection's last rowid: RETURNING would
 /// name the same ids, but SQLite gathers its rows in a temporary table before
@@ -238,11 +238,8 @@ async fn inserted_ids(
         out.sort_unstable();
         return Ok(out);
     }
-    let changed = if n.is_power_of_two() {
-        tx.execute_kept(insert, params).await?
-    } else {
-        tx.execute(insert, params).await?
-    };
+    let changed =
+        if n == GROUP { tx.execute_kept(insert, params).await? } else { tx.execute(insert, params).await? };
     if changed != n as u64 {
         return Err(Error::Internal(format!("{n} rows listed, {changed} inserted")));
     }

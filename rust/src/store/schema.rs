@@ -144,11 +144,12 @@ pub const MIGRATIONS: &[&str] = &[
     ",
     // 9: the open-key index without a function call. SQLite takes a statement
     // that calls a function (char(0) here) as one that may stop halfway, and
-    // so kept a statement journal for every insert into entries: a copy of
-    // each page the insert touched. No text scope equals a blob, as none
-    // could hold char(0).
+    // so kept a statement journal for every insert of several rows into
+    // entries: a copy of each page the insert touched. A blob never equals
+    // text, and labels refuse control characters, so no scope ever matched
+    // char(0) either.
     r"
-    DROP INDEX entries_key_open;
+    DROP INDEX IF EXISTS entries_key_open;
     CREATE UNIQUE INDEX entries_key_open ON entries (ifnull(scope, x'00'), key)
         WHERE key IS NOT NULL AND valid_to IS NULL;
     ",

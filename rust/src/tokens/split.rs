@@ -88,7 +88,7 @@ impl Splitter {
 /// o200k's pattern on ASCII text, by hand: in ASCII its classes are plain
 /// byte ranges, and each alternative has one way to match, so the match a
 /// backtracking engine would find (the regex's, leftmost-first) is read off
-/// in one pass. Searching with the regex was half the cost of a token count.
+/// in one pass.
 mod ascii {
     /// `\s` in ASCII (the regex's Unicode `\s`, vertical tab included).
     fn space(b: u8) -> bool {
@@ -225,7 +225,7 @@ mod tests {
     }
 
     #[test]
-    fn text_with_any_other_byte_is_split_by_the_regex() {
+    fn non_ascii_text_goes_to_the_regex() {
         let splitter = Splitter::new(O200K).unwrap();
         let mut pieces = Vec::new();
         splitter.pieces("caf\u{e9}'s d\u{e9}j\u{e0} vu", |p| pieces.push(p.to_owned()));
