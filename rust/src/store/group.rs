@@ -32,7 +32,7 @@ use crate::entry::Micros;
 use crate::error::{Error, Result};
 use crate::normalize::{content_key, normalize};
 
-/// Entries per group. Twelve parameters a row keeps a statement far below
+/// Entries per group. Fifteen parameters a row keeps a statement far below
 /// SQLite's limit of 32,766.
 pub(super) const GROUP: usize = 64;
 
