@@ -1,22 +1,26 @@
 //! When a save is a duplicate of an entry already stored: the one rule that
-//! single saves and grouped bulk saves share.
+//! single saves, grouped bulk saves and repeats within one call share.
 //!
-//! A new entry is a duplicate of a stored one only when nothing the caller
-//! could tell apart differs, and keeping the stored one loses nothing:
+//! A new entry is a duplicate of an earlier one only when nothing the caller
+//! could tell apart differs, and keeping the earlier one loses nothing:
 //! - the normalised content is equal;
 //! - the scope, session, kind, key and metadata are equal (metadata as JSON values:
 //!   key order does not matter, and no metadata equals `{}`);
-//! - the new entry gives no end of its own (`valid_to`); for a plain save,
-//!   the stored entry still holds (it was not superseded, its interval has not
-//!   ended); a keyed save compares with the version it would supersede
-//!   (`timeline.rs`);
-//! - the stored entry is alive, and expires exactly when the new one would
+//! - the earlier entry is alive, and expires exactly when the new one would
 //!   (both never, or at the same instant). A permanent save never lands on an
 //!   entry that will expire, and an expiring save never on a permanent one: a
-//!   retention the caller asked for is never weakened or silently extended.
+//!   retention the caller asked for is never weakened or silently extended;
+//! - for a save outside any timeline ([`Earlier::takes`]): both end at the
+//!   same time (both hold until superseded, or both end at the same instant),
+//!   and the earlier one still holds now. An entry that has ended, or was
+//!   superseded, is no place to land; an open-ended save never lands on an
+//!   entry that ends. Where each starts (`valid_from`) is not compared, as its
+//!   timestamp is not. A keyed save compares with the version it would
+//!   supersede instead (`timeline.rs`).
 //!
 //! So a chat turn ("ok") in one session never swallows the same words in
-//! another, and a save with new metadata is stored with it.
+//! another, a save with new metadata is stored with it, and `save_many([a, b])`
+//! stores what `save(a)` then `save(b)` would.
 
 use super::rows::Cells;
 use super::PreparedEntry;
@@ -60,10 +64,10 @@ impl Stored {
         })
     }
 
-    /// `duplicates`, for a save outside any timeline: the stored entry must
-    /// also still hold now (a superseded entry is no place to land).
+    /// Whether `e` (whose normalised content is `normalized`), saved outside
+    /// any timeline at `now`, is a duplicate of this entry.
     pub fn duplicates_now(&self, e: &PreparedEntry, normalized: &str, now: Micros) -> bool {
-        self.valid_to.is_none_or(|to| to > now) && self.duplicates(e, normalized, now)
+        self.fields().takes(&Fields::of(e), now) && normalize(&self.content) == normalized
     }
 
     pub fn scope(&self) -> &Option<String> {
@@ -75,29 +79,76 @@ impl Stored {
     }
 
     /// Whether `e` (whose normalised content is `normalized`) is a duplicate of
-    /// this entry at `now`.
+    /// this entry at `now`, their validity aside (for a keyed save, which
+    /// compares where each holds itself).
     pub fn duplicates(&self, e: &PreparedEntry, normalized: &str, now: Micros) -> bool {
-        self.expires_at.is_none_or(|at| at > now)
-            && e.valid_to.is_none()
-            && self.expires_at == e.expires_at
-            && self.scope == e.scope
-            && self.session_id == e.session_id
-            && self.kind == e.kind
-            && self.key == e.key
-            && same_metadata(self.metadata.as_deref(), e.metadata.as_deref())
-            && normalize(&self.content) == normalized
+        self.fields().matches(&Fields::of(e), now) && normalize(&self.content) == normalized
+    }
+
+    fn fields(&self) -> Earlier<'_> {
+        Earlier(Fields {
+            scope: self.scope.as_deref(),
+            session_id: self.session_id.as_deref(),
+            kind: &self.kind,
+            key: self.key.as_deref(),
+            metadata: self.metadata.as_deref(),
+            expires_at: self.expires_at,
+            valid_to: self.valid_to,
+        })
     }
 }
 
-/// Whether two entries of one batch with equal normalised content are
-/// duplicates of each other (the same rule, between new entries).
-pub(super) fn same_fields(a: &PreparedEntry, b: &PreparedEntry) -> bool {
-    a.expires_at == b.expires_at
-        && (&a.key, a.valid_from, a.valid_to) == (&b.key, b.valid_from, b.valid_to)
-        && a.scope == b.scope
-        && a.session_id == b.session_id
-        && a.kind == b.kind
-        && same_metadata(a.metadata.as_deref(), b.metadata.as_deref())
+/// Whether `later`, an entry of a bulk save with the same normalised content
+/// as the `earlier` one of the same call, is a duplicate of it at `now`: as if
+/// `earlier` had been stored by a save of its own first.
+pub(super) fn repeats(earlier: &PreparedEntry, later: &PreparedEntry, now: Micros) -> bool {
+    Earlier(Fields::of(earlier)).takes(&Fields::of(later), now)
+}
+
+/// What the rule compares besides content.
+struct Fields<'a> {
+    scope: Option<&'a str>,
+    session_id: Option<&'a str>,
+    kind: &'a str,
+    key: Option<&'a str>,
+    metadata: Option<&'a str>,
+    expires_at: Option<Micros>,
+    valid_to: Option<Micros>,
+}
+
+impl<'a> Fields<'a> {
+    fn of(e: &'a PreparedEntry) -> Self {
+        Self {
+            scope: e.scope.as_deref(),
+            session_id: e.session_id.as_deref(),
+            kind: &e.kind,
+            key: e.key.as_deref(),
+            metadata: e.metadata.as_deref(),
+            expires_at: e.expires_at,
+            valid_to: e.valid_to,
+        }
+    }
+}
+
+/// The fields of the entry a new one may land on.
+struct Earlier<'a>(Fields<'a>);
+
+impl Earlier<'_> {
+    /// Whether `new` may land on this entry at `now`, validity aside.
+    fn matches(&self, new: &Fields<'_>, now: Micros) -> bool {
+        let old = &self.0;
+        old.expires_at.is_none_or(|at| at > now)
+            && old.expires_at == new.expires_at
+            && (old.scope, old.session_id, old.kind, old.key)
+                == (new.scope, new.session_id, new.kind, new.key)
+            && same_metadata(old.metadata, new.metadata)
+    }
+
+    /// Whether `new`, saved outside any timeline, may land on this entry at
+    /// `now`: it also ends when this one does, and this one still holds.
+    fn takes(&self, new: &Fields<'_>, now: Micros) -> bool {
+        self.0.valid_to == new.valid_to && self.0.valid_to.is_none_or(|to| to > now) && self.matches(new, now)
+    }
 }
 
 /// Metadata compared as JSON values; none and `{}` are the same.

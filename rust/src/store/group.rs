@@ -55,7 +55,7 @@ pub(super) async fn insert(
     out: &mut Vec<Written>,
 ) -> Result<()> {
     let stored = duplicates_in_store(tx, group, now).await?;
-    let plan = Plan::new(group, stored);
+    let plan = Plan::new(group, stored, now);
     let ids = insert_rows(tx, &plan.rows, now).await?;
     for ((e, _), &id) in plan.rows.iter().zip(&ids) {
         if let Some(vector) = &e.embedding {
@@ -75,8 +75,9 @@ pub(super) struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
-    /// Plans `group`, given for each entry the stored entry it duplicates.
-    pub fn new(group: &'a [PreparedEntry], stored: Vec<Option<i64>>) -> Self {
+    /// Plans `group`, given for each entry the stored entry it duplicates, at
+    /// `now`.
+    pub fn new(group: &'a [PreparedEntry], stored: Vec<Option<i64>>, now: Micros) -> Self {
         // Every entry's duplicate key, computed here for one saved without
         // duplicate detection: a later entry of the group may still repeat it.
         let keys: Vec<(i64, Cow<'_, str>)> = group
@@ -89,7 +90,8 @@ impl<'a> Plan<'a> {
                 }
             })
             .collect();
-        // An entry that duplicates one earlier in the group takes that one's row.
+        // An entry that duplicates one earlier in the group takes that one's
+        // row, by the rule a save of its own would apply to it stored.
         let mut new_rows: HashMap<(i64, &str), Vec<usize>> = HashMap::new();
         let mut rows: Vec<(&PreparedEntry, i64)> = Vec::with_capacity(group.len());
         let mut slots: Vec<Slot> = Vec::with_capacity(group.len());
@@ -100,7 +102,7 @@ impl<'a> Plan<'a> {
             }
             let same = new_rows.entry((*key, normalized.as_ref())).or_default();
             if e.dedup_key.is_some() {
-                if let Some(&row) = same.iter().find(|&&row| dedupe::same_fields(rows[row].0, e)) {
+                if let Some(&row) = same.iter().find(|&&row| dedupe::repeats(rows[row].0, e, now)) {
                     slots.push(Slot::Repeat(row));
                     continue;
                 }
@@ -209,8 +211,8 @@ async fn log_inserts(
 
 /// The ids `insert` (a statement inserting `n` rows into an AUTOINCREMENT
 /// table, without RETURNING) gives its rows, in the order the rows are listed.
-/// A full group's statement is kept prepared; the shapes of smaller ones (a
-/// group with repeats) are not.
+/// A statement of a power of two rows is kept prepared (groups come in those
+/// sizes); other shapes (a group with repeats) are not.
 ///
 /// On a file they are read from the connection's last rowid: RETURNING would
 /// name the same ids, but SQLite gathers its rows in a temporary table before
@@ -238,8 +240,11 @@ async fn inserted_ids(
         out.sort_unstable();
         return Ok(out);
     }
-    let changed =
-        if n == GROUP { tx.execute_kept(insert, params).await? } else { tx.execute(insert, params).await? };
+    let changed = if n.is_power_of_two() {
+        tx.execute_kept(insert, params).await?
+    } else {
+        tx.execute(insert, params).await?
+    };
     if changed != n as u64 {
         return Err(Error::Internal(format!("{n} rows listed, {changed} inserted")));
     }

@@ -150,7 +150,7 @@ pub(super) async fn insert_many(conn: &Conn, entries: &[PreparedEntry], now: Mic
             }
         }
     };
-    let plan = Plan::new(entries, stored_duplicates(entries, &found, now));
+    let plan = Plan::new(entries, stored_duplicates(entries, &found, now), now);
     let at = now_micros();
     let mut batch = Batch::new();
     if open.is_none() {

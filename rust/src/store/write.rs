@@ -133,7 +133,15 @@ impl Store {
                     for g in &mut groups {
                         group::insert(&tx, g, now, &mut out).await?;
                     }
-                    for e in groups.remainder() {
+                    // The rest goes in groups of a power of two (statements of a
+                    // few shapes, each kept prepared), the last of an odd count alone.
+                    let mut left = groups.remainder();
+                    while left.len() >= 2 {
+                        let n = 1 << left.len().ilog2();
+                        group::insert(&tx, &left[..n], now, &mut out).await?;
+                        left = &left[n..];
+                    }
+                    for e in left {
                         out.push(insert_one(&tx, e, now).await?);
                     }
                     if retention.is_some() {
