@@ -4,8 +4,9 @@
 //! synchronous: the bindings run it on their worker threads (`python/bridge/workers.rs`,
 //! named `contextforge-worker`), which drive libSQL's futures on this runtime, whose
 //! own threads are named `contextforge-runtime`. The runtime is created lazily on
-//! first use. After `fork()` the child has no runtime threads: open stores after
-//! forking, not before.
+//! first use. CPU work split across cores (preparing a batch's entries, the
+//! embedder) runs on [`pool`]. After `fork()` the child has neither's threads:
+//! open stores after forking, not before.
 
 use std::future::Future;
 use std::sync::OnceLock;
@@ -24,6 +25,35 @@ pub fn runtime() -> &'static Runtime {
             .build()
             .unwrap_or_else(|err| panic!("cannot start the tokio runtime: {err}"))
     })
+}
+
+/// The threads that share out CPU work (preparing a batch's entries, the
+/// embedder's layers), one per core, started on first use and kept. A thread
+/// started for each call cost its start-up every time, and left what it had
+/// allocated that outlived it (cached token counts, regex caches) on memory
+/// pages no live thread would fill again (a call of 1,000 entries started
+/// two). A job here must never wait on another thread's progress (a channel,
+/// a lock held across a write): the pool is small. A child process after
+/// `fork()` starts a pool of its own (an embedder may be used without a store).
+pub fn pool() -> &'static rayon_core::ThreadPool {
+    static POOL: parking_lot::Mutex<Option<(u32, &'static rayon_core::ThreadPool)>> =
+        parking_lot::Mutex::new(None);
+    let pid = std::process::id();
+    let mut pool = POOL.lock();
+    match *pool {
+        Some((owner, threads)) if owner == pid => threads,
+        _ => {
+            let threads = rayon_core::ThreadPoolBuilder::new()
+                .num_threads(cores())
+                .thread_name(|_| "contextforge-pool".to_owned())
+                .build()
+                .unwrap_or_else(|err| panic!("cannot start the worker pool: {err}"));
+            // Kept for the process's life (a parent's, after a fork, is never used).
+            let threads: &'static rayon_core::ThreadPool = Box::leak(Box::new(threads));
+            *pool = Some((pid, threads));
+            threads
+        }
+    }
 }
 
 /// The cores this process may use, read once: `available_parallelism` reads

@@ -76,22 +76,21 @@ impl Embedder {
             }
             Ok(done)
         };
-        let results: Vec<Result<Rows>> = if threads.min(batches.len()) <= 1 {
+        let parts = threads.min(batches.len());
+        let results: Vec<Result<Rows>> = if parts <= 1 {
             vec![work()]
         } else {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..threads.min(batches.len()))
-                    .map(|_| crate::runtime::scoped(scope, "contextforge-embed", work))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|handle| {
-                        handle
-                            .join()
-                            .unwrap_or_else(|_| Err(Error::Internal("an embedding thread panicked".into())))
-                    })
-                    .collect()
-            })
+            let mut results: Vec<Result<Rows>> = (0..parts).map(|_| Ok(Vec::new())).collect();
+            let work = &work;
+            crate::runtime::pool().scope(|scope| {
+                for out in &mut results {
+                    scope.spawn(move |_| {
+                        *out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+                            .unwrap_or_else(|_| Err(Error::Internal("an embedding thread panicked".into())));
+                    });
+                }
+            });
+            results
         };
         for result in results {
             for (i, row) in result? {

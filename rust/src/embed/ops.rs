@@ -28,8 +28,8 @@ pub fn linear(x: &[f32], n: usize, w: &[f32], b: &[f32], out: &mut [f32]) {
 /// Rows per thread below which splitting a linear layer costs more than it saves.
 const MIN_ROWS_PER_THREAD: usize = 8;
 
-/// `linear` with the rows split over up to `threads` threads, so that a lone
-/// short batch still uses every core. Each row's arithmetic is unchanged.
+/// `linear` with the rows split over up to `threads` parts on the crate's
+/// pool, so that a lone short batch still uses every core. Each row's arithmetic is unchanged.
 pub fn linear_par(x: &[f32], n: usize, w: &[f32], b: &[f32], out: &mut [f32], threads: usize) {
     let parts = threads.min(n / MIN_ROWS_PER_THREAD);
     if parts <= 1 {
@@ -37,16 +37,9 @@ pub fn linear_par(x: &[f32], n: usize, w: &[f32], b: &[f32], out: &mut [f32], th
     }
     let (d_in, d_out) = (w.len() / b.len(), b.len());
     let rows = n.div_ceil(parts);
-    std::thread::scope(|scope| {
-        let mut chunks = x.chunks(rows * d_in).zip(out.chunks_mut(rows * d_out));
-        let here = chunks.next();
-        for (x, out) in chunks {
-            crate::runtime::scoped(scope, "contextforge-linear", move || {
-                linear(x, x.len() / d_in, w, b, out);
-            });
-        }
-        if let Some((x, out)) = here {
-            linear(x, x.len() / d_in, w, b, out);
+    crate::runtime::pool().scope(|scope| {
+        for (x, out) in x.chunks(rows * d_in).zip(out.chunks_mut(rows * d_out)) {
+            scope.spawn(move |_| linear(x, x.len() / d_in, w, b, out));
         }
     });
 }

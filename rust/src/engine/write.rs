@@ -332,7 +332,8 @@ impl Memory {
 const PARALLEL_BATCH: usize = 256;
 
 /// `f` over `items` in order; a large batch is split across the available cores
-/// (scrubbing and token counting are the CPU-bound part of a bulk save).
+/// (scrubbing and token counting are the CPU-bound part of a bulk save), on
+/// the crate's pool.
 fn parallel_map<T: Send, U: Send>(items: Vec<T>, f: impl Fn(T) -> U + Sync) -> Vec<U> {
     let threads = crate::runtime::cores();
     if items.len() < PARALLEL_BATCH || threads < 2 {
@@ -348,21 +349,15 @@ fn parallel_map<T: Send, U: Send>(items: Vec<T>, f: impl Fn(T) -> U + Sync) -> V
         }
         chunks.push(chunk);
     }
+    let mut done: Vec<Vec<U>> = chunks.iter().map(|_| Vec::new()).collect();
     let f = &f;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|chunk| {
-                crate::runtime::scoped(scope, "contextforge-prepare", move || {
-                    chunk.into_iter().map(f).collect::<Vec<U>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-            .collect()
-    })
+    // A panic in `f` reaches the caller once every part has ended.
+    crate::runtime::pool().scope(|scope| {
+        for (chunk, out) in chunks.into_iter().zip(done.iter_mut()) {
+            scope.spawn(move |_| *out = chunk.into_iter().map(f).collect());
+        }
+    });
+    done.into_iter().flatten().collect()
 }
 
 /// How many entries of a large save are prepared and written at a time.
