@@ -58,7 +58,9 @@ async def one_by_one(cf: ContextForge, case: str, scope: str) -> bool:
     return second == first and not second.created
 
 
-async def in_one_call(cf: ContextForge, case: str, scope: str, layout: tuple[int, int, int]) -> bool:
+async def in_one_call(
+    cf: ContextForge, case: str, scope: str, layout: tuple[int, int, int]
+) -> bool:
     a, b, _ = CASES[case]
     n, i, j = layout
     items = [{"content": f"filler {k}", "scope": scope} for k in range(n)]
@@ -80,7 +82,9 @@ async def test_a_repeat_in_one_call_lands_where_a_second_save_would(case: str) -
             assert merged is expected, layout
 
 
-@pytest.mark.parametrize("case", ["same end", "only the later ends", "both expired", "different starts"])
+@pytest.mark.parametrize(
+    "case", ["same end", "only the later ends", "both expired", "different starts"]
+)
 async def test_the_same_rule_on_a_server(sqld_shared: Sqld, case: str) -> None:
     expected = CASES[case][2]
     async with await ContextForge.open(sqld_shared.url) as cf:
