@@ -8,7 +8,6 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-
 from contextforge import ContextForge
 
 from .sqld import Sqld, sqld_shared_fixture  # noqa: F401  (provides the `sqld_shared` fixture)
