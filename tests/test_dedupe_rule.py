@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from contextforge import ContextForge
+from contextforge import Config, ContextForge
 
 from .sqld import Sqld, sqld_shared_fixture  # noqa: F401  (provides the `sqld_shared` fixture)
 
@@ -34,6 +34,8 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], bool]] = {
     "same expiry": ({"expires_at": LATER}, {"expires_at": LATER}, True),
     "both expired": ({"expires_at": BEFORE}, {"expires_at": BEFORE}, False),
     "only the earlier expires": ({"expires_at": LATER}, {}, False),
+    "only the later expires": ({}, {"expires_at": LATER}, False),
+    "different expiries": ({"expires_at": LATER}, {"expires_at": MUCH_LATER}, False),
     "other metadata": ({"metadata": {"a": 1}}, {"metadata": {"a": 2}}, False),
     "the later not deduplicated": ({}, {"dedupe": False}, False),
     "the earlier not deduplicated": ({"dedupe": False}, {}, True),
@@ -81,13 +83,19 @@ async def test_a_repeat_in_one_call_lands_where_a_second_save_would(case: str) -
             assert merged is expected, layout
 
 
+# A server saves a call of plain entries in one plan (`insert_many`), every
+# layout alike; a cap on a scope's entries sends it through the grouped
+# transaction instead, as on a file.
 @pytest.mark.parametrize(
     "case", ["same end", "only the later ends", "both expired", "different starts"]
 )
-async def test_the_same_rule_on_a_server(sqld_shared: Sqld, case: str) -> None:
+@pytest.mark.parametrize("capped", [False, True])
+async def test_the_same_rule_on_a_server(sqld_shared: Sqld, case: str, capped: bool) -> None:
     expected = CASES[case][2]
-    async with await ContextForge.open(sqld_shared.url) as cf:
-        assert await one_by_one(cf, case, f"{case} one") is expected
+    config = Config(path=sqld_shared.url, max_entries_per_scope=1000 if capped else None)
+    async with await ContextForge.open(config) as cf:
+        prefix = f"{case} {'capped' if capped else 'plain'}"
+        assert await one_by_one(cf, case, f"{prefix} one") is expected
         for layout in LAYOUTS:
-            merged = await in_one_call(cf, case, f"{case} {layout}", layout)
+            merged = await in_one_call(cf, case, f"{prefix} {layout}", layout)
             assert merged is expected, layout

@@ -152,6 +152,7 @@ def test_threads_share_one_embedder(embed: LocalEmbedder) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: no pool is used")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_an_embedder_used_before_a_fork_embeds_in_the_child(embed: LocalEmbedder) -> None:
     """The threads that run the embedder's parts are the parent's; a child

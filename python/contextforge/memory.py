@@ -171,8 +171,10 @@ class ContextForge(Lineage, Distilling, Selecting):
                 return its id (with ``created=False``) instead of saving a second
                 copy. Identical means: content equal after normalisation
                 (Unicode NFKC, whitespace), and the same scope, session, kind and
-                metadata, and the same expiry (both permanent, or expiring at the
-                same instant; an expired entry never counts). So a repeated
+                metadata, the same expiry (both permanent, or expiring at the
+                same instant) and the same end (both holding until superseded,
+                or the same ``valid_to``); an expired entry, or one that no
+                longer holds, never counts. So a repeated
                 chat turn in another session, or with other metadata, is always
                 stored. Pass ``False`` to keep every copy.
             ttl: Forget the entry this long from now (seconds or a ``timedelta``).

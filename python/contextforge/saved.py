@@ -12,7 +12,7 @@ class Saved(int):
     also tells whether this save created the entry.
 
     ``created`` is ``False`` when the save duplicated an entry already stored
-    (same normalised content, scope, session, kind, metadata and expiry; see
+    (same normalised content, scope, session, kind, metadata, expiry and end; see
     ``ContextForge.save``'s ``dedupe``) and that entry's id came back instead.
     """
 

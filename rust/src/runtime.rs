@@ -5,10 +5,11 @@
 //! named `contextforge-worker`), which drive libSQL's futures on this runtime, whose
 //! own threads are named `contextforge-runtime`. The runtime is created lazily on
 //! first use. CPU work split across cores (preparing a batch's entries, the
-//! embedder) runs on [`pool`]. After `fork()` the child has neither's threads:
-//! open stores after forking, not before.
+//! embedder) runs on [`pool`]. After `fork()` the child has no runtime threads:
+//! open stores after forking, not before (the pool starts again in the child).
 
 use std::future::Future;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::OnceLock;
 
 use tokio::runtime::Runtime;
@@ -28,36 +29,54 @@ pub fn runtime() -> &'static Runtime {
 }
 
 /// The threads that share out CPU work (preparing a batch's entries, the
-/// embedder's layers), one per core, started on first use and kept. A thread
+/// embedder's parts), one per core, started on first use and kept. A thread
 /// started for each call cost its start-up every time, and left what it had
 /// allocated that outlived it (cached token counts, regex caches) on memory
-/// pages no live thread would fill again (a call of 1,000 entries started
-/// two). A job here must never wait on another thread's progress (a channel,
-/// a lock held across a write): the pool is small. A child process after
-/// `fork()` starts a pool of its own (an embedder may be used without a store).
+/// pages no live thread would fill again (a call of 1,000 entries started one
+/// per core). A job here must never wait on another thread's progress (a
+/// channel, a lock held across a write): the pool is small.
+///
+/// A child process after `fork()` has none of the parent's threads, so it
+/// starts a pool of its own (an embedder may be used without a store). No lock
+/// is taken, so a fork at any moment leaves the child nothing held.
 pub fn pool() -> &'static rayon_core::ThreadPool {
-    static POOL: parking_lot::Mutex<Option<(u32, &'static rayon_core::ThreadPool)>> =
-        parking_lot::Mutex::new(None);
+    /// The pool, with the process that started it; never freed once installed.
+    static POOL: AtomicPtr<(u32, rayon_core::ThreadPool)> = AtomicPtr::new(std::ptr::null_mut());
     let pid = std::process::id();
-    let mut pool = POOL.lock();
-    match *pool {
-        Some((owner, threads)) if owner == pid => threads,
-        _ => {
-            let threads = rayon_core::ThreadPoolBuilder::new()
-                .num_threads(cores())
-                .thread_name(|_| "contextforge-pool".to_owned())
-                .build()
-                .unwrap_or_else(|err| panic!("cannot start the worker pool: {err}"));
-            // Kept for the process's life (a parent's, after a fork, is never used).
-            let threads: &'static rayon_core::ThreadPool = Box::leak(Box::new(threads));
-            *pool = Some((pid, threads));
-            threads
+    let current = POOL.load(Ordering::Acquire);
+    // SAFETY: a pointer in POOL came from `Box::into_raw` below and is never freed.
+    if let Some((owner, threads)) = unsafe { current.as_ref() } {
+        if *owner == pid {
+            return threads;
+        }
+    }
+    let threads = rayon_core::ThreadPoolBuilder::new()
+        .num_threads(cores())
+        .thread_name(|_| "contextforge-pool".to_owned())
+        .build()
+        .unwrap_or_else(|err| panic!("cannot start the worker pool: {err}"));
+    let mine = Box::into_raw(Box::new((pid, threads)));
+    match POOL.compare_exchange(current, mine, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: `mine` is installed and never freed (a parent's pool, replaced
+        // in a child, is left as it is: its threads are the parent's).
+        Ok(_) => unsafe { &(*mine).1 },
+        Err(other) => {
+            // SAFETY: as above for `other`; `mine` was never shared.
+            match unsafe { other.as_ref() } {
+                Some((owner, threads)) if *owner == pid => {
+                    drop(unsafe { Box::from_raw(mine) }); // another thread started one first
+                    threads
+                }
+                // Another process's pool went in meanwhile (cannot happen within one
+                // process); use this one without installing it.
+                _ => unsafe { &(*mine).1 },
+            }
         }
     }
 }
 
 /// The cores this process may use, read once: `available_parallelism` reads
-/// the cgroup files on every call, which cost a single save a tenth of its time.
+/// the cgroup files on every call, which a single save paid for each time.
 pub fn cores() -> usize {
     static CORES: OnceLock<usize> = OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))

@@ -5,7 +5,7 @@ skipped, so an import can be run again, or resumed after an interruption.
 
 **Duplicates.** The others are saved with ``save``'s dedupe rule (unless
 ``dedupe`` is false): a record equal to a live entry in content (after Unicode
-and whitespace normalisation), scope, session, kind, metadata and expiry, at
+and whitespace normalisation), scope, session, kind, metadata, expiry and end, at
 another time, is not saved again and gets that entry's id.
 
 **Ids.** Records that carry an ``id`` (as ``export`` writes them) are saved in

@@ -139,7 +139,7 @@ def import_(
     holds exactly (the same time too) are skipped, so running the same import
     again (or after an interruption) adds only what is missing. Others equal to a
     stored entry, as 'save' compares them (the same text, ignoring whitespace and
-    Unicode forms, scope, session, kind, metadata and expiry), are counted as
+    Unicode forms, scope, session, kind, metadata, expiry and end), are counted as
     duplicates and not saved, unless --no-dedupe is given.
     """
     if keep_scopes and scope is None:

@@ -12,7 +12,7 @@ store holds it; it is not saved again, and its id is that entry's (the entry
 with the record's own id when there is a choice).
 
 An entry already present is also a duplicate under ``save``'s dedupe rule
-(equal content, scope, session, kind, metadata and expiry, and alive): this
+(equal content, scope, session, kind, metadata, expiry and end, and alive): this
 check is the stricter one, so a record it lets through may still be found a
 duplicate when it is saved.
 """

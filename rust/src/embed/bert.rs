@@ -128,7 +128,7 @@ impl Bert {
     /// padding): `lens[s]` tokens of sequence `s` follow those of `s - 1` in
     /// `ids`. Attention stays inside each sequence, which is what padding plus an
     /// additive -inf key mask computes, without spending work on padding rows.
-    /// The linear layers use up to `threads` threads.
+    /// The linear layers are split into up to `threads` parts on the crate's pool.
     pub fn forward(&self, ids: &[u32], lens: &[usize], threads: usize) -> Result<Vec<f32>> {
         let Config { hidden: h, intermediate: inter, heads, .. } = self.config;
         let n = ids.len();

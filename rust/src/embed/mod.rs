@@ -11,7 +11,6 @@ mod tokenize;
 mod weights;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{Error, Result};
 
@@ -67,25 +66,21 @@ impl Embedder {
 
         let dim = self.dim();
         let mut out = vec![0.0; texts.len() * dim];
-        let next = AtomicUsize::new(0);
-        let work = || -> Result<Rows> {
-            let mut done = Vec::new();
-            while let Some(batch) = batches.get(next.fetch_add(1, Ordering::Relaxed)) {
-                let pooled = self.embed_batch(batch.iter().map(|&i| ids[i].as_slice()), inner)?;
-                done.extend(batch.iter().copied().zip(pooled.chunks_exact(dim).map(<[f32]>::to_vec)));
-            }
-            Ok(done)
+        let one = |batch: &[usize]| -> Result<Rows> {
+            let pooled = self.embed_batch(batch.iter().map(|&i| ids[i].as_slice()), inner)?;
+            Ok(batch.iter().copied().zip(pooled.chunks_exact(dim).map(<[f32]>::to_vec)).collect())
         };
-        let parts = threads.min(batches.len());
-        let results: Vec<Result<Rows>> = if parts <= 1 {
-            vec![work()]
+        let results: Vec<Result<Rows>> = if threads.min(batches.len()) <= 1 {
+            batches.iter().map(|batch| one(batch)).collect()
         } else {
-            let mut results: Vec<Result<Rows>> = (0..parts).map(|_| Ok(Vec::new())).collect();
-            let work = &work;
+            // A job per batch: a pool thread waiting inside another call's job
+            // may take one of these, and then gives it back after one batch.
+            let mut results: Vec<Result<Rows>> = batches.iter().map(|_| Ok(Vec::new())).collect();
+            let one = &one;
             crate::runtime::pool().scope(|scope| {
-                for out in &mut results {
+                for (batch, out) in batches.iter().zip(&mut results) {
                     scope.spawn(move |_| {
-                        *out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+                        *out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one(batch)))
                             .unwrap_or_else(|_| Err(Error::Internal("an embedding thread panicked".into())));
                     });
                 }

@@ -20,7 +20,8 @@
 //!
 //! So a chat turn ("ok") in one session never swallows the same words in
 //! another, a save with new metadata is stored with it, and `save_many([a, b])`
-//! stores what `save(a)` then `save(b)` would.
+//! stores what `save(a)` then `save(b)` would (a scope's cap on entries aside:
+//! a call evicts once, at its end).
 
 use super::rows::Cells;
 use super::PreparedEntry;
