@@ -17,6 +17,12 @@ growth: VmHWM after the ingest minus the baseline. Where clear_refs does not
 reset VmHWM, a thread samples RSS every 5 ms instead. Systems run in an order
 that rotates from one batch size to the next.
 
+A cell stopped by --seconds ingested fewer entries than a faster system's, so
+its whole growth is not comparable with theirs. Each cell therefore also notes
+its peak so far whenever its count of entries passes a mark (ten marks a
+decade from 100), and the report compares the systems at the largest mark
+every one of them passed at that batch size: the growth over the same entries.
+
 Writes ingest.json, ingest.md and ingest.png to --out. Exits non-zero if any
 cell fails (in --smoke mode also if a system cannot be imported). Nothing checks
 a time.
@@ -49,6 +55,8 @@ SYSTEMS = ["contextforge", "tantivy", "sqlite_fts5"]
 BASE = "contextforge"  # ratio columns are contextforge / peer
 SAMPLE_SECONDS = 0.005
 PAGE = os.sysconf("SC_PAGE_SIZE")
+# Entry counts at which a cell notes its peak RSS so far: ten a decade from 100.
+MARKS = sorted({round(100 * 10 ** (k / 10)) for k in range(61)})
 
 
 # --- inside one cell's subprocess -------------------------------------------
@@ -179,6 +187,13 @@ async def cell(spec: dict[str, Any]) -> dict[str, Any]:
     before = status_kib("VmRSS", "RssAnon", "RssFile")
     baseline = before["VmRSS"]
 
+    def peak_kib() -> int:
+        return max(sampler.peak, rss_kib()) if sampler else status_kib("VmHWM")["VmHWM"]
+
+    # [mark, entries when it was passed, peak RSS growth so far in MB]
+    marks: list[list[float]] = []
+    pending = iter(MARKS)
+    mark = next(pending)
     done, calls, latencies = 0, 0, []
     started = time.perf_counter()
     while done < total:
@@ -190,6 +205,11 @@ async def cell(spec: dict[str, Any]) -> dict[str, Any]:
             raise RuntimeError(f"ingest returned {len(ids)} ids for {len(chunk)} entries")
         done += len(chunk)
         calls += 1
+        if done >= mark:
+            growth = (peak_kib() - baseline) / 1024.0
+            while done >= mark:
+                marks.append([mark, done, growth])
+                mark = next(pending, 1 << 62)
         last, last_id = chunk[-1], ids[-1]
         del ids, chunk
         if time.perf_counter() - started >= spec["seconds"]:
@@ -238,6 +258,7 @@ async def cell(spec: dict[str, Any]) -> dict[str, Any]:
         "rss_anon_after_ingest_mb": after.get("RssAnon", 0) * mb,
         "hwm_before_reset_mb": hwm_before_reset * mb,
         "rss_growth_incl_close_mb": (peak_closed - baseline) * mb,
+        "marks": marks,
         "generate_s": generate_s,
         "open_ms": open_ms,
         "settle_s": settle_s,
@@ -347,6 +368,29 @@ def metadata(args: argparse.Namespace, names: list[str], batches: list[int]) -> 
     }
 
 
+def same_entries(cells: list[dict[str, Any]]) -> None:
+    """Sets `same_entries` and `rss_growth_same_mb` on every ok cell: the growth
+    over the entries every system at that batch size ingested. When they all
+    ingested the same number, that is the whole ingest's growth (the final
+    query included); otherwise each cell's peak so far when it passed the
+    largest mark that every one of them passed."""
+    for batch in sorted({c["batch"] for c in cells}):
+        ok = [c for c in cells if c["batch"] == batch and c["status"] == "ok"]
+        if not ok:
+            continue
+        if len({c["entries"] for c in ok}) == 1:
+            for c in ok:
+                c["same_entries"], c["rss_growth_same_mb"] = c["entries"], c["rss_growth_mb"]
+            continue
+        common = set.intersection(*({m[0] for m in c["marks"]} for c in ok))
+        if not common:
+            continue
+        top = max(common)
+        for c in ok:
+            _, entries, growth = next(m for m in c["marks"] if m[0] == top)
+            c["same_entries"], c["rss_growth_same_mb"] = entries, growth
+
+
 def _ratio(a: Any, b: Any) -> str:
     if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or b <= 0:
         return "n/a"
@@ -366,6 +410,15 @@ TABLES = [
         "Peak RSS growth through the close, which runs deferred index work (MB)",
         True,
     ),
+    (
+        "rss_growth_same_mb",
+        (
+            "Peak RSS growth over the same entries: as many as the slowest system at that "
+            "batch size ingested (MB; ratio > 1: contextforge uses more)"
+        ),
+        True,
+    ),
+    ("same_entries", "Entries the row above compares over", False),
     ("rss_peak_mb", "Whole-process peak RSS, VmHWM (MB; ratio > 1: contextforge uses more)", True),
     (
         "entries_per_s_incl_close",
@@ -403,8 +456,9 @@ def markdown(results: dict[str, Any]) -> str:
             "saved (contextforge indexes a bulk save after the call returns), timed with it. "
             "Peak RSS growth = VmHWM after the ingest minus VmRSS just "
             "before it (after opening the store and loading the peers' token counter). "
-            "Cells stopped by the time limit ingested different numbers of entries, so compare "
-            "their memory with care."
+            "Cells stopped by the time limit ingested different numbers of entries: the table "
+            "of growth over the same entries compares them where every system had ingested "
+            "as many (the peak so far, noted between calls when a count passed a mark)."
         ),
     ]
     if any(c.get("rss_method") == "sampler" for c in results["cells"]):
@@ -424,6 +478,9 @@ def markdown(results: dict[str, Any]) -> str:
                 c = cells.get((batch, name), {})
                 if c.get("status") != "ok":
                     row.append(c.get("status", "-"))
+                    continue
+                if key not in c:
+                    row.append("-")
                     continue
                 row.append(report.fmt(c[key]) + ("*" if key == "entries" and c["capped"] else ""))
             if ratios:
@@ -459,10 +516,12 @@ def plot(results: dict[str, Any], path: Path) -> None:
         )
         if not ok:
             continue
-        xs = [c["batch"] for c in ok]
-        for axis, key in ((left, "entries_per_s"), (right, "rss_growth_mb")):
-            axis.plot(xs, [c[key] for c in ok], "-", color=f"C{i}", label=name)
-            for c in ok:  # hollow marker: the cell was stopped by --seconds
+        for axis, key in ((left, "entries_per_s"), (right, "rss_growth_same_mb")):
+            shown = [c for c in ok if key in c]
+            axis.plot(
+                [c["batch"] for c in shown], [c[key] for c in shown], "-", color=f"C{i}", label=name
+            )
+            for c in shown:  # hollow marker: the cell was stopped by --seconds
                 axis.plot(
                     c["batch"],
                     c[key],
@@ -481,10 +540,10 @@ def plot(results: dict[str, Any], path: Path) -> None:
         xscale="log",
         xlabel="entries per ingest call",
         ylabel="MB",
-        title="Peak RSS growth during the ingest",
+        title="Peak RSS growth over the same entries",
     )
     right.set_yscale("symlog", linthresh=1.0)
-    growth = [c["rss_growth_mb"] for c in results["cells"] if c["status"] == "ok"]
+    growth = [c["rss_growth_same_mb"] for c in results["cells"] if "rss_growth_same_mb" in c]
     right.set_ylim(0, max([1.0, *growth]) * 2)
     for axis in (left, right):
         axis.grid(True, which="both", alpha=0.3)
@@ -541,6 +600,7 @@ def main(argv: list[str]) -> int:
                 )
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    same_entries(cells)
     results = {"meta": metadata(args, names, batches), "cells": cells}
     paths = [out / "ingest.json", out / "ingest.md", out / "ingest.png"]
     paths[0].write_text(json.dumps(results, indent=2) + "\n")

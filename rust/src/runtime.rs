@@ -43,35 +43,28 @@ pub fn pool() -> &'static rayon_core::ThreadPool {
     /// The pool, with the process that started it; never freed once installed.
     static POOL: AtomicPtr<(u32, rayon_core::ThreadPool)> = AtomicPtr::new(std::ptr::null_mut());
     let pid = std::process::id();
-    let current = POOL.load(Ordering::Acquire);
-    // SAFETY: a pointer in POOL came from `Box::into_raw` below and is never freed.
-    if let Some((owner, threads)) = unsafe { current.as_ref() } {
-        if *owner == pid {
-            return threads;
-        }
-    }
-    let threads = rayon_core::ThreadPoolBuilder::new()
-        .num_threads(cores())
-        .thread_name(|_| "contextforge-pool".to_owned())
-        .build()
-        .unwrap_or_else(|err| panic!("cannot start the worker pool: {err}"));
-    let mine = Box::into_raw(Box::new((pid, threads)));
-    match POOL.compare_exchange(current, mine, Ordering::AcqRel, Ordering::Acquire) {
-        // SAFETY: `mine` is installed and never freed (a parent's pool, replaced
-        // in a child, is left as it is: its threads are the parent's).
-        Ok(_) => unsafe { &(*mine).1 },
-        Err(other) => {
-            // SAFETY: as above for `other`; `mine` was never shared.
-            match unsafe { other.as_ref() } {
-                Some((owner, threads)) if *owner == pid => {
-                    drop(unsafe { Box::from_raw(mine) }); // another thread started one first
-                    threads
-                }
-                // Another process's pool went in meanwhile (cannot happen within one
-                // process); use this one without installing it.
-                _ => unsafe { &(*mine).1 },
+    loop {
+        let current = POOL.load(Ordering::Acquire);
+        // SAFETY: a pointer in POOL came from `Box::into_raw` below and is never freed
+        // (a parent's pool, replaced in a child, is left as it is: its threads are the parent's).
+        if let Some((owner, threads)) = unsafe { current.as_ref() } {
+            if *owner == pid {
+                return threads;
             }
         }
+        let threads = rayon_core::ThreadPoolBuilder::new()
+            .num_threads(cores())
+            .thread_name(|_| "contextforge-pool".to_owned())
+            .build()
+            .unwrap_or_else(|err| panic!("cannot start the worker pool: {err}"));
+        let mine = Box::into_raw(Box::new((pid, threads)));
+        if POOL.compare_exchange(current, mine, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            // SAFETY: just installed, and never freed.
+            return unsafe { &(*mine).1 };
+        }
+        // Another thread installed one first: ours was never shared.
+        // SAFETY: `mine` came from `Box::into_raw` above and was never published.
+        drop(unsafe { Box::from_raw(mine) });
     }
 }
 
