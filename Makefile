@@ -84,7 +84,7 @@ bench: release ## The side-by-side benchmark against the peers (release build), 
 	$(PY) benchmarks/run.py --sizes 10000,100000 --build-harness --out benchmarks/results
 	$(PY) benchmarks/run.py --sizes 1000000 --systems contextforge,tantivy --queries 200 --saves 50 --out benchmarks/results-1m
 	$(PY) benchmarks/eval_locomo.py --out benchmarks/results
-	$(PY) benchmarks/ingest.py --total 100000 --batches 1,10,100,1000,10000,100000 --out benchmarks/results
+	$(PY) benchmarks/ingest.py --total 100000 --batches 1,10,100,1000,10000,100000 --seconds 30 --out benchmarks/results
 	$(PY) benchmarks/encryption.py --size 100000 --out benchmarks/results
 	CF_BENCH_N=200000 cargo bench --bench dense
 	CF_BENCH_N=200000 CF_BENCH_VECTORS=clustered cargo bench --bench dense
