@@ -281,7 +281,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("--batches", default="1,10,100,1000,10000,100000", help="entries per call")
     p.add_argument("--total", type=int, default=100_000, help="entries per cell at most")
-    p.add_argument("--seconds", type=float, default=20.0, help="stop a cell's calls after this")
+    p.add_argument("--seconds", type=float, default=30.0, help="stop a cell's calls after this")
     p.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
     p.add_argument("--seed", type=int, default=workload.SEED)
     p.add_argument(
@@ -381,6 +381,7 @@ def same_entries(cells: list[dict[str, Any]]) -> None:
         if len({c["entries"] for c in ok}) == 1:
             for c in ok:
                 c["same_entries"], c["rss_growth_same_mb"] = c["entries"], c["rss_growth_mb"]
+                c["same_at_mark"] = False
             continue
         common = set.intersection(*({m[0] for m in c["marks"]} for c in ok))
         if not common:
@@ -389,6 +390,7 @@ def same_entries(cells: list[dict[str, Any]]) -> None:
         for c in ok:
             _, entries, growth = next(m for m in c["marks"] if m[0] == top)
             c["same_entries"], c["rss_growth_same_mb"] = entries, growth
+            c["same_at_mark"] = True
 
 
 def _ratio(a: Any, b: Any) -> str:
@@ -413,8 +415,9 @@ TABLES = [
     (
         "rss_growth_same_mb",
         (
-            "Peak RSS growth over the same entries: as many as the slowest system at that "
-            "batch size ingested (MB; ratio > 1: contextforge uses more)"
+            "Peak RSS growth over the same entries: the whole ingest where every system "
+            "ingested as many, else the peak between calls at the largest mark every system "
+            "passed (MB; ratio > 1: contextforge uses more)"
         ),
         True,
     ),
@@ -521,13 +524,16 @@ def plot(results: dict[str, Any], path: Path) -> None:
             axis.plot(
                 [c["batch"] for c in shown], [c[key] for c in shown], "-", color=f"C{i}", label=name
             )
-            for c in shown:  # hollow marker: the cell was stopped by --seconds
+            for c in shown:
+                # Hollow: stopped by --seconds (throughput); read at a mark, between
+                # calls, over fewer entries than the whole ingest (memory).
+                hollow = c["same_at_mark"] if axis is right else c["capped"]
                 axis.plot(
                     c["batch"],
                     c[key],
                     "o",
                     color=f"C{i}",
-                    markerfacecolor="none" if c["capped"] else f"C{i}",
+                    markerfacecolor="none" if hollow else f"C{i}",
                 )
     left.set(
         xscale="log",
@@ -556,7 +562,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fig.suptitle(
         f"{meta['date_utc']}, {meta['cpus']} CPUs, contextforge build {meta['contextforge_build']}, "
         f"up to {meta['total']:,} entries or {meta['seconds']:g} s a cell "
-        "(hollow: stopped by time)",
+        "(hollow: stopped by time; memory read at a mark, between calls)",
         fontsize=9,
     )
     fig.tight_layout()

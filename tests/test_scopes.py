@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextforge import ALL_SCOPES, Config, ContextForge
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 SCOPES = ["user:1", "user:2", "user:10", "team:a", None]
@@ -26,6 +26,17 @@ async def test_scope_filters_and_global_entries(mem: ContextForge) -> None:
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
+@example(
+    entries=[
+        ("user:1", ["banana"]),
+        ("user:1", ["banana"]),
+        ("user:1", ["banana"]),
+        ("user:1", ["apple", "apple", "banana"]),
+    ],
+    query=["apple", "banana"],
+    scope="user:1",
+    flush_midway=False,
+)
 @given(
     entries=st.lists(
         st.tuples(
@@ -44,8 +55,12 @@ async def test_queries_in_a_scope_only_return_that_scope(
     scope: str,
     flush_midway: bool,
 ) -> None:
-    # Identical entries are kept apart (near duplicates are otherwise returned once).
-    async with await ContextForge.open(Config(duplicate_similarity=1.5)) as cf:
+    # Identical entries are kept apart (near duplicates are otherwise returned once),
+    # and the relevance floor is off: a word in every entry of the scope scores under
+    # a tenth of a rarer one (four entries of "banana" and "apple apple banana",
+    # queried for "apple banana", found by Hypothesis), and completeness is the claim.
+    config = Config(duplicate_similarity=1.5, min_relative_relevance=0.0)
+    async with await ContextForge.open(config) as cf:
         owner: dict[int, str | None] = {}
         for i, (s, words) in enumerate(entries):
             owner[await cf.save(" ".join(words), scope=s, dedupe=False)] = s
