@@ -36,7 +36,7 @@ pub(crate) const RULES: &[Rule] = &[
     Rule::secret(
         "xml_element",
         ASSIGNMENT + 1,
-        r"<(?P<name>[A-Za-z_][A-Za-z0-9_.:\-]{0,60})>[ \t]*(?P<s1>[^<>\s]{1,256})[ \t]*</(?P<close>[A-Za-z_][A-Za-z0-9_.:\-]{0,60})>",
+        r"<(?P<name>[A-Za-z_][A-Za-z0-9_.:\-]{0,60})>[ \t]*(?P<s1>[^<>\s]+)[ \t]*</(?P<close>[A-Za-z_][A-Za-z0-9_.:\-]{0,60})>",
     )
     // Every element has a closing tag: a cheaper gate than the name words.
     .exact(&["</"])
@@ -133,9 +133,13 @@ fn env_inline(caps: &Captures<'_>, v: &str) -> Verdict {
     relabel(assigned(group(caps, "name"), v, caps.name("s3").is_none()), v)
 }
 
+/// The longest element value, in characters (`validate::first_chars` says why
+/// it is checked here rather than bounded in the pattern).
+const XML_VALUE_MAX_CHARS: usize = 256;
+
 fn xml_element(caps: &Captures<'_>, v: &str) -> Verdict {
     let name = group(caps, "name");
-    if name != group(caps, "close") {
+    if name != group(caps, "close") || v.chars().nth(XML_VALUE_MAX_CHARS).is_some() {
         return Verdict::Reject;
     }
     relabel(assigned(name, v, true), v)

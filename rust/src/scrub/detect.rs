@@ -45,15 +45,7 @@ pub(crate) fn detector() -> &'static Detector {
 
 impl Detector {
     fn build() -> Detector {
-        let rules: Vec<&'static Rule> = patterns::RULES
-            .iter()
-            .chain(known::RULES)
-            .chain(commands::RULES)
-            .chain(assignment::RULES)
-            .chain(prose::RULES)
-            .chain(entropy::RULES)
-            .chain(pii::RULES)
-            .collect();
+        let rules = all_rules();
         assert!(rules.len() <= MAX_RULES, "more scrub rules than mask bits");
         let mut secrets = 0;
         let mut pii = 0;
@@ -164,11 +156,28 @@ impl Detector {
     }
 }
 
+/// Every rule, in mask order.
+fn all_rules() -> Vec<&'static Rule> {
+    patterns::RULES
+        .iter()
+        .chain(known::RULES)
+        .chain(commands::RULES)
+        .chain(assignment::RULES)
+        .chain(prose::RULES)
+        .chain(entropy::RULES)
+        .chain(pii::RULES)
+        .collect()
+}
+
+/// The pattern as compiled. ASCII word boundaries: secrets are ASCII, and the
+/// Unicode `\b` makes the lazy DFA give up on non-ASCII text (much slower
+/// fallback engines).
+fn pattern(rule: &Rule) -> String {
+    rule.pattern.replace(r"\b", r"(?-u:\b)")
+}
+
 fn compile(rule: &Rule) -> Compiled {
-    // ASCII word boundaries: secrets are ASCII, and the Unicode `\b` makes the lazy
-    // DFA give up on non-ASCII text (much slower fallback engines).
-    let pattern = rule.pattern.replace(r"\b", r"(?-u:\b)");
-    let regex = RegexBuilder::new(&pattern)
+    let regex = RegexBuilder::new(&pattern(rule))
         .size_limit(4 << 20)
         .build()
         .unwrap_or_else(|e| panic!("scrub rule {} does not compile: {e}", rule.label));
@@ -303,6 +312,117 @@ mod tests {
         ]);
         let labels: Vec<_> = kept.iter().map(|f| f.label).collect();
         assert_eq!(labels, ["github", "long"]);
+    }
+
+    /// The tables are compiled once per process and searched from several
+    /// threads, each with a search cache sized by the automaton. A long
+    /// repetition bound multiplies a rule's automaton (`validate::first_chars`):
+    /// four rules bounded at 127 to 4,096 characters made 4.2 of the tables' 6.8
+    /// MB compiled, and their search caches grew with them.
+    #[test]
+    fn every_rule_compiles_small() {
+        let mut total = 0;
+        for rule in all_rules() {
+            let size = regex_automata::meta::Regex::new(&pattern(rule)).unwrap().memory_usage();
+            assert!(size <= 192 << 10, "{} compiles to {size} bytes", rule.label);
+            total += size;
+        }
+        assert!(total <= 3 << 20, "the rules compile to {total} bytes");
+    }
+
+    /// Findings of one compiled rule on `text`, as (label, start, end).
+    fn found(rule: &Compiled, text: &str) -> Vec<(&'static str, usize, usize)> {
+        let mut out = Vec::new();
+        rule.run(0, text, 0..text.len(), &[], &mut out);
+        out.iter().map(|c| (c.finding.label, c.finding.start, c.finding.end)).collect()
+    }
+
+    /// splitmix64 over `alphabet`: deterministic values without a dependency.
+    fn value(seed: &mut u64, alphabet: &[char], len: usize) -> String {
+        (0..len)
+            .map(|_| {
+                *seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = *seed;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                alphabet[((z ^ (z >> 31)) % alphabet.len() as u64) as usize]
+            })
+            .collect()
+    }
+
+    /// Four rules moved their long repetition bounds from the pattern into
+    /// their checks. Compiled with the old bounded patterns and the same checks,
+    /// they find exactly the same spans on values around and past every bound.
+    #[test]
+    fn bounds_checked_in_code_find_what_the_bounded_patterns_found() {
+        let base62: Vec<char> = ('a'..='z').chain('A'..='Z').chain('0'..='9').collect();
+        let mut wide = base62.clone();
+        wide.extend(['é', '\u{212A}', '@', ':', '.', '%', '!', '-']);
+        let mut seed = 7u64;
+        let lengths = [1, 3, 4, 19, 20, 21, 60, 127, 128, 129, 255, 256, 257, 300, 4095, 4096, 4097, 5000];
+        let mut values = Vec::new();
+        for &len in &lengths {
+            values.push(value(&mut seed, &base62, len));
+            values.push(value(&mut seed, &wide, len));
+            for at in [len / 2, len.saturating_sub(3)] {
+                let mut v: Vec<char> = value(&mut seed, &base62, len).chars().collect();
+                if at < v.len() {
+                    v[at] = '@';
+                    if at + 1 < v.len() {
+                        v[at + 1] = 'h';
+                    }
+                }
+                values.push(v.into_iter().collect());
+            }
+        }
+        // (label, [(new pattern fragment, old bounded one)], texts around a value)
+        type Case = (&'static str, &'static [(&'static str, &'static str)], fn(&str) -> Vec<String>);
+        let cases: [Case; 4] = [
+            ("generic_secret", &[("{20,})", "{20,4096})")], |v| {
+                vec![format!("api_key = {v}"), format!("the token is {v} ok"), format!("auth: '{v}'")]
+            }),
+            (
+                "url_credentials",
+                &[
+                    (r#"(?P<user>[^\s:/?#@\[\]"'<>]*)"#, r#"[^\s:/?#@\[\]"'<>]{0,128}"#),
+                    (r#"(?P<s1>[^\s/?#"'<>]+)"#, r#"(?P<s1>[^\s/?#"'<>]{1,256})"#),
+                ],
+                |v| {
+                    let half = v.char_indices().nth(v.chars().count() / 2).map_or(v.len(), |(i, _)| i);
+                    vec![
+                        format!("https://admin:{v}@db.example.com/x"),
+                        format!("redis://{v}:S3cretPw9@cache.local"),
+                        format!("git+ssh://u:{}@{}@host.io y", &v[..half], &v[half..]),
+                    ]
+                },
+            ),
+            ("xml_element", &[(r"(?P<s1>[^<>\s]+)", r"(?P<s1>[^<>\s]{1,256})")], |v| {
+                vec![format!("<password>{v}</password>"), format!("<apiKey> {v} </apiKey> <a>{v}</b>")]
+            }),
+            ("password_assignment", &[(r#"[^\s"'`]{3,})"#, r#"[^\s"'`]{3,127})"#)], |v| {
+                vec![format!("login with admin / S3cure!{v}"), format!("creds: root:P4ss!{v}. done")]
+            }),
+        ];
+        for (label, edits, texts) in cases {
+            let rules: Vec<&Rule> = all_rules()
+                .into_iter()
+                .filter(|r| r.label == label && edits.iter().all(|(new, _)| r.pattern.contains(new)))
+                .collect();
+            assert_eq!(rules.len(), 1, "{label}");
+            let rule = rules[0];
+            let old = edits.iter().fold(rule.pattern.to_owned(), |p, (new, old)| p.replacen(new, old, 1));
+            let bounded = compile(&Rule { pattern: Box::leak(old.into_boxed_str()), ..*rule });
+            let unbounded = compile(rule);
+            let mut matched = 0;
+            for v in &values {
+                for text in texts(v) {
+                    let expected = found(&bounded, &text);
+                    matched += usize::from(!expected.is_empty());
+                    assert_eq!(found(&unbounded, &text), expected, "{label} on {text:?}");
+                }
+            }
+            assert!(matched >= 10, "{label}: only {matched} texts had a finding");
+        }
     }
 
     #[test]

@@ -187,12 +187,19 @@ pub(crate) fn looks_like_secret(value: &str) -> bool {
     !reads_like_identifier(value) && shannon(value) >= 2.5
 }
 
+/// The most characters of a token the generic rule takes: a longer run is cut
+/// to its first 4,096 (`validate::first_chars`).
+const GENERIC_MAX_CHARS: usize = 4096;
+
 fn check_generic(caps: &Captures<'_>, token: &str) -> Verdict {
     let name = caps.name("name").map_or("", |m| m.as_str());
-    if looks_random(token) && super::names::may_name_secret(name) {
-        Verdict::Accept
-    } else {
+    let head = super::validate::first_chars(token, GENERIC_MAX_CHARS);
+    if !(looks_random(head) && super::names::may_name_secret(name)) {
         Verdict::Reject
+    } else if head.len() < token.len() {
+        Verdict::Trim(head.len())
+    } else {
+        Verdict::Accept
     }
 }
 
@@ -202,7 +209,7 @@ fn check_generic(caps: &Captures<'_>, token: &str) -> Verdict {
 pub(crate) const RULES: &[Rule] = &[Rule::secret(
     "generic_secret",
     GENERIC,
-    r#"(?i)(?P<name>[a-z0-9_.\-]{0,40}?(?:key|token|secret|passw(?:or)?d|pwd|auth|credentials?|creds|api|access|bearer)(?:[_.\-]?[a-z0-9]+){0,3})["'\]]{0,2}(?:[ \t]*(?:=>|:=|[:=])[ \t]*|[ \t]+(?:is|was)[ \t]*:?[ \t]*|[ \t]+)["'`]?(?P<s1>[A-Za-z0-9+/=_\-]{20,4096})"#,
+    r#"(?i)(?P<name>[a-z0-9_.\-]{0,40}?(?:key|token|secret|passw(?:or)?d|pwd|auth|credentials?|creds|api|access|bearer)(?:[_.\-]?[a-z0-9]+){0,3})["'\]]{0,2}(?:[ \t]*(?:=>|:=|[:=])[ \t]*|[ \t]+(?:is|was)[ \t]*:?[ \t]*|[ \t]+)["'`]?(?P<s1>[A-Za-z0-9+/=_\-]{20,})"#,
 )
 .keywords(&[
     "key",

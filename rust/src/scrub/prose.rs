@@ -9,7 +9,8 @@ use super::assignment::strong_password;
 use super::entropy::reads_like_identifier;
 use super::rule::{Rule, Verdict, ASSIGNMENT};
 use super::validate::{
-    has_digit, has_letter, has_mixed_case, is_path, is_placeholder_word, is_uri, without_trailing_punctuation,
+    first_chars, has_digit, has_letter, has_mixed_case, is_path, is_placeholder_word, is_uri,
+    without_trailing_punctuation,
 };
 use regex::Captures;
 
@@ -31,7 +32,7 @@ pub(crate) const RULES: &[Rule] = &[
     Rule::secret(
         PW_LABEL,
         ASSIGNMENT,
-        r#"(?i)\b(?:log[ \-]?in|sign[ \-]?in|logon|credentials?|creds)\b[^\r\n]{0,24}?[ \t:](?P<user>[A-Za-z0-9_.@+\-]{1,64})(?:[ \t]*/[ \t]*|:)(?P<s1>[^\s"'`/][^\s"'`]{3,127})"#,
+        r#"(?i)\b(?:log[ \-]?in|sign[ \-]?in|logon|credentials?|creds)\b[^\r\n]{0,24}?[ \t:](?P<user>[A-Za-z0-9_.@+\-]{1,64})(?:[ \t]*/[ \t]*|:)(?P<s1>[^\s"'`/][^\s"'`]{3,})"#,
     )
     .keywords(&["login", "log in", "log-in", "signin", "sign in", "sign-in", "logon", "credential", "creds"])
     .check(user_and_password),
@@ -48,9 +49,14 @@ fn pw_prose(_: &Captures<'_>, v: &str) -> Verdict {
     }
 }
 
+/// The most characters of a password after a login word: a longer run is cut
+/// to its first 128 (`validate::first_chars`).
+const LOGIN_PASSWORD_MAX_CHARS: usize = 128;
+
 /// Without a password word the value must be unmistakable: letters, digits, and a
 /// symbol or mixed case, not an identifier (`OAuth2`), a path or a URL.
 fn user_and_password(_: &Captures<'_>, v: &str) -> Verdict {
+    let v = first_chars(v, LOGIN_PASSWORD_MAX_CHARS);
     let n = without_trailing_punctuation(v);
     let core = &v[..n];
     let symbol = core.bytes().any(|b| b.is_ascii_punctuation() && !matches!(b, b'_' | b'-' | b'.'));
