@@ -5,8 +5,8 @@
 
 Reads what the run wrote (run.py's results.json at 100,000 and at 1,000,000
 entries, ingest.py's ingest.json, eval_locomo.py's eval_locomo.json) and checks
-it against benchmarks/gate.json: speed only as ratios to a peer, or to another
-step, measured in the same run (this machine's absolute times move by tens of
+it against benchmarks/gate.json: speed and memory only as ratios to a peer, or
+to another step, measured in the same run (this machine's absolute times move by tens of
 percent between runs), and retrieval quality, which is deterministic, against
 the recorded recall. Prints one line per check and exits non-zero if any fails
 or if a result it needs is missing. With --smoke, results a smoke run does not
@@ -105,6 +105,26 @@ class Gate:
                 self.bound(
                     f"ingest at {batch:,} per call, against {peer}", ratio, {"at_least": bound}
                 )
+            self.ingest_memory(spec, batch, ours, cells.get(("tantivy", batch)))
+
+    def ingest_memory(
+        self,
+        spec: dict[str, Any],
+        batch: int,
+        ours: dict[str, Any],
+        theirs: dict[str, Any] | None,
+    ) -> None:
+        """The memory contextforge adds over the same entries (its open
+        included), against what tantivy-py + sqlite3 adds (its token counter
+        included)."""
+        check = spec["memory_against_tantivy"]
+        if theirs is None:
+            return  # already reported as missing
+        if check["metric"] not in ours or check["metric"] not in theirs:
+            self.report(False, f"ingest memory at {batch:,} per call: no {check['metric']}")
+            return
+        ratio = ours[check["metric"]] / theirs[check["metric"]]
+        self.bound(f"{check['what']} at {batch:,} per call", ratio, check)
 
     def locomo(self, spec: dict[str, Any]) -> None:
         data = self.load(spec["results"])

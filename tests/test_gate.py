@@ -32,9 +32,19 @@ def write(root: Path) -> dict[str, Any]:
     }
     run_1m = {"runs": [row("contextforge", 1_000_000, query_p50_ms=1.1), row("tantivy", 1_000_000)]}
     cells = [
-        {"system": system, "batch": batch, "status": "ok", "entries_per_s": rate}
+        {
+            "system": system,
+            "batch": batch,
+            "status": "ok",
+            "entries_per_s": rate,
+            "rss_added_same_mb": added,
+        }
         for batch in (1, 10, 100, 1000, 10000, 100000)
-        for system, rate in (("contextforge", 20_000), ("tantivy", 19_000), ("sqlite_fts5", 15_000))
+        for system, rate, added in (
+            ("contextforge", 20_000, 80.0),
+            ("tantivy", 19_000, 110.0),
+            ("sqlite_fts5", 15_000, 75.0),
+        )
     ]
     ingest = {"cells": cells}
     summary = {"recall@5": 0.644, "recall@10": 0.735, "recall@budget": 0.773}
@@ -87,6 +97,10 @@ def test_a_run_within_the_bounds_passes(tmp_path: Path) -> None:
             "1,000 per call",
         ),
         (
+            lambda p: p["results/ingest.json"]["cells"][12].update(rss_added_same_mb=120.0),
+            "memory added over the same entries",
+        ),
+        (
             lambda p: p["results/eval_locomo.json"]["systems"]["contextforge defaults"]["summary"][
                 "all"
             ].update({"recall@10": 0.70}),
@@ -94,7 +108,7 @@ def test_a_run_within_the_bounds_passes(tmp_path: Path) -> None:
         ),
         (lambda p: p["results/results.json"]["runs"][0].update(target_recall=0.99), "target"),
     ],
-    ids=["query", "cold-open", "ingest", "recall", "target"],
+    ids=["query", "cold-open", "ingest", "ingest-memory", "recall", "target"],
 )
 def test_a_regression_fails_the_gate_and_is_named(tmp_path: Path, spoil: Any, named: str) -> None:
     parts = write(tmp_path)
