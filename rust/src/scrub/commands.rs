@@ -133,8 +133,9 @@ fn env_inline(caps: &Captures<'_>, v: &str) -> Verdict {
     relabel(assigned(group(caps, "name"), v, caps.name("s3").is_none()), v)
 }
 
-/// The longest element value, in characters (`validate::first_chars` says why
-/// it is checked here rather than bounded in the pattern).
+/// The longest element value, in characters: checked here rather than bounded
+/// in the pattern, for the reason `rule::Tail` gives (the value does not end
+/// the pattern, so a tail cannot take it).
 const XML_VALUE_MAX_CHARS: usize = 256;
 
 fn xml_element(caps: &Captures<'_>, v: &str) -> Verdict {

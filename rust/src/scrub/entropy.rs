@@ -146,13 +146,13 @@ pub(crate) fn looks_random(token: &str) -> bool {
     if !(20..=4096).contains(&token.len()) || !token.is_ascii() {
         return false;
     }
-    if !super::validate::has_letter(token) || reads_like_identifier(token) {
-        return false;
-    }
     // About 3% of random base62 tokens of 20 characters have no digit; they are
     // missed, because long mixed-case words without one are everywhere in code
-    // (`PyCFunctionFastWithKeywords`).
-    if !super::validate::has_digit(token) {
+    // (`PyCFunctionFastWithKeywords`). The cheap tests first.
+    if !super::validate::has_letter(token) || !super::validate::has_digit(token) {
+        return false;
+    }
+    if reads_like_identifier(token) {
         return false;
     }
     let hex = token.bytes().all(|b| b.is_ascii_hexdigit());
@@ -187,20 +187,19 @@ pub(crate) fn looks_like_secret(value: &str) -> bool {
     !reads_like_identifier(value) && shannon(value) >= 2.5
 }
 
-/// The most characters of a token the generic rule takes: a longer run is cut
-/// to its first 4,096 (`validate::first_chars`).
-const GENERIC_MAX_CHARS: usize = 4096;
-
 fn check_generic(caps: &Captures<'_>, token: &str) -> Verdict {
     let name = caps.name("name").map_or("", |m| m.as_str());
-    let head = super::validate::first_chars(token, GENERIC_MAX_CHARS);
-    if !(looks_random(head) && super::names::may_name_secret(name)) {
-        Verdict::Reject
-    } else if head.len() < token.len() {
-        Verdict::Trim(head.len())
-    } else {
+    if looks_random(token) && super::names::may_name_secret(name) {
         Verdict::Accept
+    } else {
+        Verdict::Reject
     }
+}
+
+/// The generic token's class, `(?i)[A-Za-z0-9+/=_\-]`: case-insensitively `s`
+/// and `k` also match `ſ` and the Kelvin sign.
+fn generic_token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '_' | '-' | '\u{17F}' | '\u{212A}')
 }
 
 /// The generic rule. The name may be part of a longer identifier (`STRIPE_KEY`,
@@ -209,8 +208,10 @@ fn check_generic(caps: &Captures<'_>, token: &str) -> Verdict {
 pub(crate) const RULES: &[Rule] = &[Rule::secret(
     "generic_secret",
     GENERIC,
-    r#"(?i)(?P<name>[a-z0-9_.\-]{0,40}?(?:key|token|secret|passw(?:or)?d|pwd|auth|credentials?|creds|api|access|bearer)(?:[_.\-]?[a-z0-9]+){0,3})["'\]]{0,2}(?:[ \t]*(?:=>|:=|[:=])[ \t]*|[ \t]+(?:is|was)[ \t]*:?[ \t]*|[ \t]+)["'`]?(?P<s1>[A-Za-z0-9+/=_\-]{20,})"#,
+    r#"(?i)(?P<name>[a-z0-9_.\-]{0,40}?(?:key|token|secret|passw(?:or)?d|pwd|auth|credentials?|creds|api|access|bearer)(?:[_.\-]?[a-z0-9]+){0,3})["'\]]{0,2}(?:[ \t]*(?:=>|:=|[:=])[ \t]*|[ \t]+(?:is|was)[ \t]*:?[ \t]*|[ \t]+)["'`]?(?P<s1>[A-Za-z0-9+/=_\-]{20})"#,
 )
+// Up to 4,096 characters of the token.
+.tail(generic_token_char, 4096)
 .keywords(&[
     "key",
     "token",
@@ -246,6 +247,14 @@ mod tests {
                     .collect()
             })
             .collect()
+    }
+
+    #[test]
+    fn the_tail_class_is_the_patterns() {
+        let class = regex::Regex::new(r"(?i)^[A-Za-z0-9+/=_\-]$").unwrap();
+        for c in (0..=0x10_FFFF).filter_map(char::from_u32) {
+            assert_eq!(generic_token_char(c), class.is_match(c.encode_utf8(&mut [0; 4])), "{c:?}");
+        }
     }
 
     #[test]

@@ -390,7 +390,7 @@ pub(crate) const RULES: &[Rule] = &[
     Rule::secret(
         "url_credentials",
         CONTEXTUAL,
-        r#"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://(?P<user>[^\s:/?#@\[\]"'<>]*):(?P<s1>[^\s/?#"'<>]+)@[A-Za-z0-9.\-_\[\]%]"#,
+        r#"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/?#@\[\]"'<>]{0,128}:(?P<s1>[^\s/?#"'<>]{1,256})@[A-Za-z0-9.\-_\[\]%]"#,
     )
     .keywords(&["://"])
     .check(url_password),
@@ -481,39 +481,6 @@ fn basic_credentials(_: &Captures<'_>, s: &str) -> Verdict {
 }
 
 /// `user:pass@host` in documentation is a placeholder, not a password.
-/// The longest user name and password `url_credentials` takes, in characters
-/// (`validate::first_chars` says why they are checked here rather than bounded
-/// in the pattern).
-const URL_USER_MAX_CHARS: usize = 128;
-const URL_PASSWORD_MAX_CHARS: usize = 256;
-
-fn url_password(caps: &Captures<'_>, s: &str) -> Verdict {
-    let user = caps.name("user").map_or("", |m| m.as_str());
-    if user.chars().nth(URL_USER_MAX_CHARS).is_some() {
-        return Verdict::Reject;
-    }
-    let Some(end) = bounded_password(s) else {
-        return Verdict::Reject;
-    };
-    let password = &s[..end];
-    match (!is_reference(password) && !is_placeholder_word(password), end == s.len()) {
-        (false, _) => Verdict::Reject,
-        (true, true) => Verdict::Accept,
-        (true, false) => Verdict::Trim(end),
-    }
-}
-
-/// Where the password ends: all of `s` when it is short enough; otherwise, as
-/// the bound would have taken it, before the last `@` within the first
-/// `URL_PASSWORD_MAX_CHARS` characters that a host character follows.
-fn bounded_password(s: &str) -> Option<usize> {
-    if s.chars().nth(URL_PASSWORD_MAX_CHARS).is_none() {
-        return Some(s.len());
-    }
-    let head: Vec<(usize, char)> = s.char_indices().take(URL_PASSWORD_MAX_CHARS + 2).collect();
-    let host = |c: char| c.is_ascii_alphanumeric() || ".-_[]%".contains(c);
-    (1..=URL_PASSWORD_MAX_CHARS)
-        .rev()
-        .find(|&n| head[n].1 == '@' && head.get(n + 1).is_some_and(|&(_, c)| host(c)))
-        .map(|n| head[n].0)
+fn url_password(_: &Captures<'_>, s: &str) -> Verdict {
+    verdict(!is_reference(s) && !is_placeholder_word(s))
 }

@@ -25,6 +25,30 @@ pub(crate) enum Verdict {
 /// Looks at the whole match (`caps`) and the secret part of it (`secret`).
 pub(crate) type Check = fn(caps: &Captures<'_>, secret: &str) -> Verdict;
 
+/// A secret that ends the pattern with the shortest run of `class` it needs,
+/// and goes on here over `class` up to `max_chars` characters in all: what a
+/// greedy `{m,max_chars}` at the pattern's end would take. In the pattern, such
+/// a bound copies the class's automaton `max_chars` times, in the regex and in
+/// every thread's search cache; and every attempt of the rule (one per keyword,
+/// in a text that repeats it) would scan up to `max_chars` with the regex
+/// engines, where this takes a loop over characters.
+#[derive(Clone, Copy)]
+pub(crate) struct Tail {
+    /// The pattern's class, character for character (each rule tests its own
+    /// against the regex).
+    pub class: fn(char) -> bool,
+    pub max_chars: usize,
+}
+
+impl Tail {
+    /// Where the secret `text[start..end]` ends once extended.
+    pub(crate) fn extend(&self, text: &str, start: usize, end: usize) -> usize {
+        let room = self.max_chars.saturating_sub(text[start..end].chars().count());
+        let more = text[end..].chars().take(room).take_while(|&c| (self.class)(c));
+        end + more.map(char::len_utf8).sum::<usize>()
+    }
+}
+
 /// One format: a regex, the literals that gate it, and an optional check.
 ///
 /// Invariants, relied on by the prefilter and the redactor:
@@ -43,6 +67,8 @@ pub(crate) struct Rule {
     pub exact: &'static [&'static str],
     pub pattern: &'static str,
     pub check: Option<Check>,
+    /// The secret ends the pattern and goes on past the match (`Tail`).
+    pub tail: Option<Tail>,
     /// A match may span many lines (key blocks), so the rule always sees the whole
     /// text. Other rules may be run only on the lines around their keywords.
     pub multiline: bool,
@@ -71,6 +97,7 @@ impl Rule {
             exact: &[],
             pattern,
             check: None,
+            tail: None,
             multiline: false,
             relabel: false,
         }
@@ -95,6 +122,11 @@ impl Rule {
 
     pub const fn check(mut self, check: Check) -> Rule {
         self.check = Some(check);
+        self
+    }
+
+    pub const fn tail(mut self, class: fn(char) -> bool, max_chars: usize) -> Rule {
+        self.tail = Some(Tail { class, max_chars });
         self
     }
 

@@ -1,14 +1,6 @@
 //! Small predicates shared by the rule checks: references and templates, base64,
 //! character classes. None of them allocates unless noted.
 
-/// The first `n` characters of `s` (all of it when shorter). A rule whose value
-/// may be long bounds it here rather than with `{m,n}` in its pattern: a bound
-/// copies the repeated class's automaton `n` times (a Unicode class's many
-/// states each time), and the rule's regex and every thread's search cache with it.
-pub(crate) fn first_chars(s: &str, n: usize) -> &str {
-    s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
-}
-
 /// True when `value` stands for a secret instead of being one: an environment or
 /// template reference (`$DB_PASS`, `${X}`, `{{ x }}`, `%(pw)s`, `<password>`), a mask
 /// (`****`, `xxxxxx`), or an earlier redaction. Redacting these would be noise, and
