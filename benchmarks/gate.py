@@ -123,6 +123,9 @@ class Gate:
         if check["metric"] not in ours or check["metric"] not in theirs:
             self.report(False, f"ingest memory at {batch:,} per call: no {check['metric']}")
             return
+        if theirs[check["metric"]] <= 0:
+            self.report(False, f"ingest memory at {batch:,} per call: tantivy's is not positive")
+            return
         ratio = ours[check["metric"]] / theirs[check["metric"]]
         self.bound(f"{check['what']} at {batch:,} per call", ratio, check)
 

@@ -435,7 +435,8 @@ TABLES = [
     (
         "rss_added_same_mb",
         (
-            "Memory each system adds over the same entries: the peak above, counted from "
+            "Memory each system adds over the same entries: the peak of the growth table "
+            "over the same entries, counted from "
             "the process's RSS before the store opened, so its open and the peers' token "
             "counter are in (MB; ratio > 1: contextforge uses more)"
         ),
@@ -481,7 +482,7 @@ def markdown(results: dict[str, Any]) -> str:
             "Cells stopped by the time limit ingested different numbers of entries: the table "
             "of growth over the same entries compares them where every system had ingested "
             "as many (the peak so far, noted between calls when a count passed a mark). "
-            "The table after it counts that peak from before the store opened: what each "
+            "The table of memory added counts that peak from before the store opened: what each "
             "system adds to the process to do the job, its own open and the peers' token "
             "counter included."
         ),
@@ -581,7 +582,12 @@ def plot(results: dict[str, Any], path: Path) -> None:
         "dashed: all the system adds, its open and token counter included)",
     )
     right.set_yscale("symlog", linthresh=1.0)
-    growth = [c["rss_added_same_mb"] for c in results["cells"] if "rss_added_same_mb" in c]
+    growth = [
+        c[key]
+        for c in results["cells"]
+        for key in ("rss_growth_same_mb", "rss_added_same_mb")
+        if key in c
+    ]
     right.set_ylim(0, max([1.0, *growth]) * 2)
     for axis in (left, right):
         axis.grid(True, which="both", alpha=0.3)
