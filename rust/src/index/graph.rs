@@ -111,7 +111,8 @@ impl Graph {
     }
 
     /// Adds `vectors` (quantized, of ids the graph does not hold), on up to
-    /// `threads` threads; runs beside searches. Capacity must be reserved.
+    /// `threads` threads. Not to run beside a search: one read a node being
+    /// added and crashed. Capacity must be reserved.
     pub fn add(&self, vectors: &[(i64, Vec<i8>)], threads: usize) -> Result<()> {
         let threads = threads.clamp(1, CONTEXTS);
         if threads == 1 || vectors.len() < 64 {

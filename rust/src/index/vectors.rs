@@ -108,7 +108,9 @@ impl SearchIndex {
         let dense = self.dense.read();
         let reach = dense.reach(req);
         if through_graph(reach, dense.len(), self.exact_below()) && vector.len() == dense.dim() && k > 0 {
-            if let Some(graph) = self.graph.read().as_ref().filter(|g| g.dim() == dense.dim()) {
+            // While the builder adds to the graph it holds it alone: scan then.
+            let graph = self.graph.try_read();
+            if let Some(graph) = graph.as_ref().and_then(|g| g.as_ref()).filter(|g| g.dim() == dense.dim()) {
                 let query = quantize(&unit(vector));
                 match graph.search(&query, k.max(MIN_CANDIDATES), |id| dense.graphed_admits(req, id)) {
                     Ok(ids) if ids.len() >= k.min(reach) => return dense.rescore(req, vector, &ids, k),
@@ -207,7 +209,10 @@ impl SearchIndex {
         }
         let vectors: Vec<(i64, Vec<i8>)> = batch.into_iter().map(|(id, _, v)| (id, v)).collect();
         {
-            let guard = self.graph.read();
+            // Alone: a search beside usearch's adds read a node being added and
+            // crashed the process (`tests/dense.rs`, one run in about 250). A
+            // query meanwhile scans instead (`nearest`).
+            let guard = self.graph.write();
             let Some(graph) = guard.as_ref() else { return Ok(0) };
             if graph.dim() != vectors.first().map_or(graph.dim(), |(_, v)| v.len()) {
                 return Ok(self.dense.read().backlog()); // replaced meanwhile: start again
